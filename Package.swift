@@ -1,0 +1,37 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Layers, dependencies pointing one way:
+// stampede (CLI) → StampedeEngine → StampedeWorkloads / StampedeTarget → {StampedeLoop, StampedeWire, StampedeMetrics} → CStampedeLinux
+let package = Package(
+    name: "stampede",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "stampede", targets: ["stampede"]),
+        .library(name: "StampedeWire", targets: ["StampedeWire"]),
+        .library(name: "StampedeMetrics", targets: ["StampedeMetrics"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+    ],
+    targets: [
+        .target(name: "CStampedeLinux"),
+        .target(name: "StampedeWire"),
+        .target(name: "StampedeLoop", dependencies: ["CStampedeLinux"]),
+        .target(name: "StampedeMetrics", dependencies: [.product(name: "Histogram", package: "hdrhistogram-swift")]),
+        .target(name: "StampedeScenario", dependencies: ["Yams"]),
+        .target(name: "StampedeWorkloads", dependencies: ["StampedeLoop", "StampedeWire", "StampedeMetrics", "StampedeScenario"]),
+        .target(name: "StampedeTarget", dependencies: ["StampedeLoop", "StampedeWire"]),
+        .target(name: "StampedeReport", dependencies: ["StampedeMetrics", "StampedeScenario"]),
+        .target(name: "StampedeEngine", dependencies: ["StampedeWorkloads", "StampedeTarget", "StampedeReport", "StampedeScenario", "StampedeMetrics", "StampedeLoop", "CStampedeLinux"]),
+        .executableTarget(name: "stampede", dependencies: ["StampedeEngine", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .testTarget(name: "StampedeWireTests", dependencies: ["StampedeWire"]),
+        .testTarget(name: "StampedeLoopTests", dependencies: ["StampedeLoop", "CStampedeLinux"]),
+        .testTarget(name: "StampedeMetricsTests", dependencies: ["StampedeMetrics"]),
+        .testTarget(name: "StampedeScenarioTests", dependencies: ["StampedeScenario"]),
+        .testTarget(name: "StampedeReportTests", dependencies: ["StampedeReport", "StampedeMetrics", "StampedeScenario"]),
+        .testTarget(name: "StampedeEngineTests", dependencies: ["StampedeEngine", "StampedeWorkloads", "StampedeTarget", "StampedeLoop", "StampedeScenario", "StampedeMetrics"]),
+    ]
+)

@@ -1,0 +1,179 @@
+// The few Linux facilities Glibc's Swift overlay does not expose (epoll, eventfd, timerfd)
+// plus small wrappers for macros and packed structs Swift cannot use directly.
+#ifndef C_STAMPEDE_LINUX_H
+#define C_STAMPEDE_LINUX_H
+
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+/// epoll_ctl with the event built here: `struct epoll_event` is packed on x86_64, so Swift must
+/// never take a pointer to its `data.u64` field.
+static inline int cs_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data) {
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.events = events;
+    ev.data.u64 = data;
+    return epoll_ctl(epfd, op, fd, &ev);
+}
+
+/// Size of one `struct epoll_event`, for allocating the wait buffer.
+static inline size_t cs_epoll_event_size(void) { return sizeof(struct epoll_event); }
+
+static inline int cs_epoll_wait(int epfd, void *events, int maxevents, int timeout_ms) {
+    return epoll_wait(epfd, (struct epoll_event *)events, maxevents, timeout_ms);
+}
+
+static inline uint32_t cs_epoll_event_events(const void *events, int i) {
+    return ((const struct epoll_event *)events)[i].events;
+}
+
+static inline uint64_t cs_epoll_event_data(const void *events, int i) {
+    return ((const struct epoll_event *)events)[i].data.u64;
+}
+
+static inline int cs_errno(void) { return errno; }
+
+/// CLOCK_MONOTONIC in nanoseconds: shared by every process of a host, never steps.
+static inline uint64_t cs_monotonic_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t cs_realtime_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/// CPU time used by the whole process, in nanoseconds.
+static inline uint64_t cs_process_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/// CPU time used by the calling thread, in nanoseconds.
+static inline uint64_t cs_thread_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline int cs_timerfd_create(void) {
+    return timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+}
+
+/// Arms a monotonic timerfd to fire once at an absolute deadline (0 disarms).
+static inline int cs_timerfd_arm_absolute(int fd, uint64_t deadline_ns) {
+    struct itimerspec spec;
+    memset(&spec, 0, sizeof(spec));
+    spec.it_value.tv_sec = (time_t)(deadline_ns / 1000000000ull);
+    spec.it_value.tv_nsec = (long)(deadline_ns % 1000000000ull);
+    return timerfd_settime(fd, TFD_TIMER_ABSTIME, &spec, NULL);
+}
+
+static inline int cs_eventfd_create(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
+
+static inline int cs_socket_tcp(int family) {
+    return socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+}
+
+/// accept4 with SOCK_NONBLOCK | SOCK_CLOEXEC (defined in shim.c, which needs _GNU_SOURCE).
+int cs_accept(int fd);
+
+static inline int cs_set_int_option(int fd, int level, int name, int value) {
+    return setsockopt(fd, level, name, &value, sizeof(value));
+}
+
+/// Pending error of a non-blocking connect (SO_ERROR), or -errno if getsockopt itself failed.
+static inline int cs_socket_error(int fd) {
+    int value = 0;
+    socklen_t len = sizeof(value);
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &value, &len) != 0) return -errno;
+    return value;
+}
+
+/// Closes with RST instead of FIN (SO_LINGER 0): how a client "crashes".
+static inline int cs_close_with_reset(int fd) {
+    struct linger l = { 1, 0 };
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+    return close(fd);
+}
+
+static inline int cs_connect_ipv4(int fd, uint32_t addr_be, uint16_t port) {
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(port);
+    sa.sin_addr.s_addr = addr_be;
+    return connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+}
+
+static inline int cs_bind_ipv4(int fd, uint32_t addr_be, uint16_t port) {
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(port);
+    sa.sin_addr.s_addr = addr_be;
+    return bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+}
+
+static inline int cs_connect_ipv6_loopback(int fd, uint16_t port) {
+    struct sockaddr_in6 sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sin6_family = AF_INET6;
+    sa.sin6_port = htons(port);
+    sa.sin6_addr = in6addr_loopback;
+    return connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+}
+
+/// Port a bound socket got (for listeners bound to port 0).
+static inline int cs_local_port(int fd) {
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0) return -1;
+    if (ss.ss_family == AF_INET) return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    if (ss.ss_family == AF_INET6) return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return -1;
+}
+
+static inline ssize_t cs_send_nosignal(int fd, const void *buf, size_t len) {
+    return send(fd, buf, len, MSG_NOSIGNAL);
+}
+
+static inline int cs_getrandom(void *buf, size_t len) { return (int)getrandom(buf, len, 0); }
+
+static inline long cs_max_open_files(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return -1;
+    return (long)rl.rlim_cur;
+}
+
+/// Raises the soft open-files limit to the hard one; returns the new soft limit.
+static inline long cs_raise_open_files_limit(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return -1;
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+    getrlimit(RLIMIT_NOFILE, &rl);
+    return (long)rl.rlim_cur;
+}
+
+#endif

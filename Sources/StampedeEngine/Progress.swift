@@ -1,0 +1,52 @@
+import Foundation
+
+/// One progress report, once per second.
+struct ProgressLine {
+    var elapsed: Double
+    var phase: String
+    var open: Int
+    var clients: Int
+    var sentPerSecond: Double
+    var receivedPerSecond: Double
+    var p50Micros: UInt64
+    var p99Micros: UInt64
+    var fanoutP99Micros: UInt64
+    var errors: UInt64
+
+    var text: String {
+        String(format: "[%6.1fs] %-8@ conn %d/%d  sent %.0f/s  recv %.0f/s  rtt p50 %@ p99 %@  fan-out p99 %@  errors %llu",
+               elapsed, phase as NSString, open, clients, sentPerSecond, receivedPerSecond,
+               formatMicros(p50Micros) as NSString, formatMicros(p99Micros) as NSString, formatMicros(fanoutP99Micros) as NSString, errors)
+    }
+}
+
+/// Microseconds as a short human figure ("850µs", "12.3ms", "1.20s"); "-" when nothing was recorded.
+func formatMicros(_ us: UInt64) -> String {
+    if us == 0 { return "-" }
+    if us < 1000 { return "\(us)µs" }
+    if us < 1_000_000 { return String(format: "%.1fms", Double(us) / 1000) }
+    return String(format: "%.2fs", Double(us) / 1e6)
+}
+
+/// Writes progress to stderr: one rewritten line on a terminal, plain lines otherwise.
+final class ProgressPrinter {
+    let style: RunOptions.ProgressStyle
+    var wroteTerminalLine = false
+    init(style: RunOptions.ProgressStyle) { self.style = style }
+
+    func show(_ line: ProgressLine) {
+        switch style {
+        case .silent: return
+        case .terminal:
+            FileHandle.standardError.write(Data(("\r\u{1B}[2K" + line.text).utf8))
+            wroteTerminalLine = true
+        case .lines:
+            FileHandle.standardError.write(Data((line.text + "\n").utf8))
+        }
+    }
+
+    func finish() {
+        if wroteTerminalLine { FileHandle.standardError.write(Data("\n".utf8)) }
+        wroteTerminalLine = false
+    }
+}

@@ -1,0 +1,360 @@
+import CStampedeLinux
+import Foundation
+import StampedeLoop
+import StampedeMetrics
+import StampedeReport
+import StampedeScenario
+import StampedeTarget
+import StampedeWire
+import StampedeWorkloads
+import Synchronization
+
+/// Set from a signal handler (Ctrl-C, SIGTERM); the engine checks it at every tick and ends the
+/// run early, still writing what it gathered, marked partial.
+public final class InterruptFlag: Sendable {
+    let raised = Atomic<Bool>(false)
+    public init() {}
+    public func raise() { raised.store(true, ordering: .relaxed) }
+    public var isRaised: Bool { raised.load(ordering: .relaxed) }
+}
+
+/// Options that belong to the invocation rather than to the scenario.
+public struct RunOptions: Sendable {
+    /// Client event loops (threads); default one per core.
+    public var loops: Int
+    public var resultsRoot: URL
+    /// Progress output: a rewritten line on a terminal, plain log lines otherwise, or nothing.
+    public var progress: ProgressStyle
+    public var interrupt: InterruptFlag
+    public var commandLine: [String]
+
+    public enum ProgressStyle: Sendable { case terminal, lines, silent }
+
+    public init(loops: Int = max(1, ProcessInfo.processInfo.activeProcessorCount), resultsRoot: URL = URL(fileURLWithPath: "results"),
+                progress: ProgressStyle = .silent, interrupt: InterruptFlag = InterruptFlag(), commandLine: [String] = CommandLine.arguments) {
+        self.loops = loops; self.resultsRoot = resultsRoot; self.progress = progress; self.interrupt = interrupt; self.commandLine = commandLine
+    }
+}
+
+/// What a run produced.
+public struct RunOutcome: Sendable {
+    public var record: RunRecord
+    public var summary: RunSummary
+    /// Nil if the results could not be written (the error is in `writeError`).
+    public var resultsFolder: URL?
+    public var writeError: String?
+    /// 0 ok, 1 the run failed (target unreachable, nothing connected), 130 interrupted.
+    public var exitCode: Int32
+}
+
+/// A run that could not start (bad environment, not a bad scenario: the loader checks those).
+public struct RunSetupError: Error, CustomStringConvertible, Sendable {
+    public var description: String
+    public init(_ d: String) { description = d }
+}
+
+/// Runs a scenario: starts the loops (and the embedded target), ramps clients up, runs the
+/// message phase, drains, closes, and writes the results. Loops own their clients; the engine
+/// only sends them phase changes and merges their measurements once per interval.
+public final class RunEngine {
+    public static let version = "0.1.0"
+
+    let scenario: Scenario
+    let options: RunOptions
+    var loops: [EventLoop] = []
+    var workloads: [ChatWorkload] = []
+    var serverLoop: EventLoop?
+    var server: ChatServer?
+    var totals = MetricsShard()
+    var intervals: [IntervalSample] = []
+    var warnings: [String] = []
+    var peakOpen = 0
+    var maxTimerLagNs: UInt64 = 0
+    var clientLoopCPUNs: UInt64 = 0
+    var runStartNs: UInt64 = 0
+    var lastIntervalNs: UInt64 = 0
+    var lastOpen = 0
+    var phase = "ramp-up"
+    let progress: ProgressPrinter
+
+    public init(scenario: Scenario, options: RunOptions) {
+        self.scenario = scenario
+        self.options = options
+        progress = ProgressPrinter(style: options.progress)
+    }
+
+    /// Runs to completion (or interruption) and writes `results/<name>-<timestamp>/`.
+    public func run() throws(RunSetupError) -> RunOutcome {
+        let startedAt = Date()
+        let cpuAtStart = cs_process_cpu_ns()
+        let limit = cs_raise_open_files_limit()
+        let embedded = scenario.target == .embedded
+        // Each client is one descriptor, and the embedded server holds the other end in this process too.
+        let needed = scenario.clients * (embedded ? 2 : 1) + 64
+        if limit > 0 && needed > limit {
+            throw RunSetupError("\(scenario.clients) clients need about \(needed) file descriptors \(embedded ? "(the embedded target holds the other end of every connection) " : "")but this process may open \(limit). Use fewer clients, run the target in its own process (stampede serve), or split the load over several stampede processes.")
+        }
+        let endpoint = try startTarget()
+        let loopCount = max(1, min(options.loops, scenario.clients))
+        try startLoops(count: loopCount, endpoint: endpoint)
+        defer { shutdown() }
+
+        runStartNs = EventLoop.now()
+        lastIntervalNs = runStartNs
+        var partialReason: String? = nil
+        var fatal: String? = nil
+
+        // Phase 1: ramp-up.
+        let rampStart = EventLoop.now() + 20_000_000
+        for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.beginRampUp(startNs: rampStart) } }
+        let rampBudgetNs = UInt64((Double(scenario.clients) / scenario.connectRate + scenario.connectTimeoutSeconds * 2 + 5) * 1e9)
+        while true {
+            let s = tick()
+            if s.notYetStarted == 0 && s.inFlight == 0 { break }
+            if options.interrupt.isRaised { partialReason = "interrupted during ramp-up"; break }
+            if EventLoop.now() - rampStart > rampBudgetNs { warnings.append("ramp-up did not finish in time"); break }
+        }
+        let rampSeconds = seconds(EventLoop.now() - runStartNs)
+        let openAtStart = currentOpen()
+        var messageSeconds = 0.0, drainSeconds = 0.0
+        var lossReason = LossReason.timedOut
+
+        if openAtStart == 0 && partialReason == nil {
+            fatal = "no client could connect to \(targetDescription(endpoint)): " + describeConnectErrors()
+        } else if partialReason == nil {
+            // Phase 2: messages.
+            phase = "messages"
+            let t0 = EventLoop.now() + 50_000_000
+            let t1 = t0 + UInt64(scenario.durationSeconds * 1e9)
+            for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.beginMessages(startNs: t0, endNs: t1) } }
+            while EventLoop.now() < t1 {
+                _ = tick()
+                if options.interrupt.isRaised { partialReason = "interrupted during the message phase"; break }
+            }
+            messageSeconds = seconds(min(EventLoop.now(), t1) - t0)
+
+            // Phase 3: drain.
+            phase = "drain"
+            for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.beginDrain() } }
+            let drainStart = EventLoop.now()
+            let drainEnd = drainStart + UInt64(scenario.drainSeconds * 1e9)
+            while partialReason == nil {
+                let s = tick()
+                let expected = (totals[.messagesSent] + s.sentSinceInterval) * UInt64(max(0, openAtStart - 1))
+                let fanoutDone = totals[.fanoutReceived] + s.fanoutSinceInterval >= expected
+                if s.outstanding == 0 && fanoutDone { break }
+                if options.interrupt.isRaised { partialReason = "interrupted while draining"; break }
+                if EventLoop.now() >= drainEnd { break }
+            }
+            drainSeconds = seconds(EventLoop.now() - drainStart)
+        }
+        if partialReason != nil { lossReason = .interrupted }
+
+        // Phase 4: close every connection cleanly; whatever is still outstanding is counted lost.
+        phase = "closing"
+        let openAtEnd = currentOpen()
+        let reason = lossReason
+        for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.closeAll(lostReason: reason) } }
+        let closeDeadline = EventLoop.now() + 4_000_000_000
+        while EventLoop.now() < closeDeadline {
+            let live = loops.indices.reduce(0) { n, i in n + loops[i].submitAndWait { [w = workloads[i]] _ in w.liveClients } }
+            if live == 0 { break }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        _ = collectInterval(final: true)
+        progress.finish()
+
+        totals.counters[Counter.fanoutExpected.rawValue] = totals[.messagesSent] * UInt64(max(0, openAtStart - 1))
+        let processCPU = Double(cs_process_cpu_ns() - cpuAtStart) / 1e9
+        let clientCPU = Double(clientLoopCPUNs) / 1e9
+        let saturated = warnings.contains { $0.hasPrefix("generator") }
+        let record = RunRecord(
+            scenario: scenario, startedAt: startedAt, endedAt: Date(), partial: partialReason != nil || fatal != nil,
+            partialReason: partialReason ?? (fatal != nil ? "the run failed" : nil), fatalError: fatal, totals: totals, intervals: intervals,
+            environment: environment(loops: loopCount), peakOpenConnections: peakOpen, openConnectionsAtEnd: openAtEnd,
+            phaseSeconds: PhaseSeconds(rampUp: rampSeconds, messages: messageSeconds, drain: drainSeconds),
+            generator: GeneratorHealth(processCPUSeconds: processCPU, clientLoopCPUSeconds: clientCPU,
+                                       maxTimerLagMicros: maxTimerLagNs / 1000, saturated: saturated, warnings: warnings))
+        var outcome = RunOutcome(record: record, summary: ResultsWriter.summary(of: record), resultsFolder: nil, writeError: nil,
+                                 exitCode: fatal != nil ? 1 : partialReason != nil ? 130 : 0)
+        do {
+            outcome.resultsFolder = try ResultsWriter.write(record, resultsRoot: options.resultsRoot)
+        } catch {
+            outcome.writeError = "\(error)"
+            if outcome.exitCode == 0 { outcome.exitCode = 1 }
+        }
+        return outcome
+    }
+
+    // MARK: Setup
+
+    func startTarget() throws(RunSetupError) -> WebSocketEndpoint {
+        let connectNs = UInt64(scenario.connectTimeoutSeconds * 1e9)
+        let headers = scenario.headers.map { ($0.name, $0.value) }
+        let sources = scenario.sourceAddresses.compactMap(parseIPv4)
+        switch scenario.target {
+        case .embedded:
+            let loop: EventLoop
+            do { loop = try EventLoop(index: 1000) } catch { throw RunSetupError("cannot start the embedded target: \(error)") }
+            do {
+                let s = try ChatServer(loop: loop, address: .ipv4(0x7F00_0001, port: 0))
+                server = s
+            } catch { throw RunSetupError("cannot start the embedded target: \(error)") }
+            serverLoop = loop
+            loop.start(name: "stampede-target")
+            return WebSocketEndpoint(address: .ipv4(0x7F00_0001, port: server!.port), host: "127.0.0.1", path: "/chat",
+                                     subprotocol: scenario.subprotocol, headers: headers, connectTimeoutNs: connectNs,
+                                     upgradeTimeoutNs: connectNs, maxMessageBytes: scenario.maxMessageBytes, sourceAddresses: sources)
+        case .webSocket(let url):
+            guard let address = SocketAddress(host: url.host, port: url.port) else {
+                throw RunSetupError("cannot use target address \(url)")
+            }
+            return WebSocketEndpoint(address: address, host: url.host, path: url.path, subprotocol: scenario.subprotocol,
+                                     headers: headers, connectTimeoutNs: connectNs, upgradeTimeoutNs: connectNs,
+                                     maxMessageBytes: scenario.maxMessageBytes, sourceAddresses: sources)
+        }
+    }
+
+    func startLoops(count: Int, endpoint: WebSocketEndpoint) throws(RunSetupError) {
+        let runTag = scenario.name
+        for i in 0..<count {
+            let loop: EventLoop
+            do { loop = try EventLoop(index: i) } catch { throw RunSetupError("cannot start event loop \(i): \(error)") }
+            let mine = Array(stride(from: i, to: scenario.clients, by: count))
+            let ws = WebSocketClients(loop: loop, endpoint: endpoint, clientCount: mine.count,
+                                      random: FastRandom(seed: scenario.seed &+ UInt64(i) &* 0x1000_0001))
+            let plan = ChatWorkload.Plan(totalClients: scenario.clients, globalIndices: mine, connectRate: scenario.connectRate,
+                                         loadModel: scenario.loadModel, totalRate: scenario.message.ratePerSecond,
+                                         thinkTimeNs: UInt64(scenario.thinkTimeSeconds * 1e9), messageSize: scenario.message.size, runTag: runTag)
+            workloads.append(ChatWorkload(ws: ws, plan: plan))
+            loops.append(loop)
+            loop.start(name: "stampede-loop-\(i)")
+        }
+    }
+
+    func shutdown() {
+        for l in loops { l.stop() }
+        for l in loops { l.join() }
+        serverLoop?.stop()
+        serverLoop?.join()
+    }
+
+    // MARK: Ticks and intervals
+
+    struct LoopState: Sendable {
+        var open = 0, inFlight = 0, notYetStarted = 0, outstanding: UInt64 = 0, sent: UInt64 = 0, fanout: UInt64 = 0
+    }
+
+    struct TickState {
+        var open = 0, inFlight = 0, notYetStarted = 0, outstanding: UInt64 = 0
+        /// Counts since the last interval boundary (not yet in `totals`).
+        var sentSinceInterval: UInt64 = 0, fanoutSinceInterval: UInt64 = 0
+    }
+
+    /// Sleeps 100 ms, then reads every loop's gauges; on a second boundary merges their measurements.
+    func tick() -> TickState {
+        Thread.sleep(forTimeInterval: 0.1)
+        if EventLoop.now() - lastIntervalNs >= 1_000_000_000 { _ = collectInterval(final: false) }
+        var t = TickState()
+        for (i, w) in workloads.enumerated() {
+            let s = loops[i].submitAndWait { _ in
+                LoopState(open: w.ws.openCount, inFlight: w.ws.inFlightConnects, notYetStarted: w.notYetStarted,
+                          outstanding: w.totalOutstanding, sent: w.ws.metrics[.messagesSent], fanout: w.ws.metrics[.fanoutReceived])
+            }
+            t.open += s.open; t.inFlight += s.inFlight; t.notYetStarted += s.notYetStarted; t.outstanding += s.outstanding
+            t.sentSinceInterval += s.sent; t.fanoutSinceInterval += s.fanout
+        }
+        peakOpen = max(peakOpen, t.open)
+        lastOpen = t.open
+        return t
+    }
+
+    struct IntervalData: Sendable {
+        var metrics: MetricsShard
+        var open: Int
+        var timerLagNs: UInt64
+        var cpuNs: UInt64
+    }
+
+    /// Takes each loop's measurements since the last boundary (resetting them there), merges them,
+    /// adds them to the totals, and appends a time-series row.
+    func collectInterval(final: Bool) -> MetricsShard {
+        let now = EventLoop.now()
+        var merged = MetricsShard()
+        var open = 0
+        var lag: UInt64 = 0
+        for (i, w) in workloads.enumerated() {
+            let d = loops[i].submitAndWait { loop in
+                let cpu = cs_thread_cpu_ns()
+                let data = IntervalData(metrics: w.ws.metrics, open: w.ws.openCount, timerLagNs: loop.takeMaxTimerLag(), cpuNs: cpu)
+                w.ws.metrics.reset()
+                return data
+            }
+            merged.add(d.metrics)
+            open += d.open
+            lag = max(lag, d.timerLagNs)
+            cpuSeen[i] = d.cpuNs
+        }
+        clientLoopCPUNs = cpuSeen.values.reduce(0, +)
+        totals.add(merged)
+        peakOpen = max(peakOpen, open)
+        let elapsed = seconds(now - runStartNs)
+        if phase == "messages" || phase == "drain" {
+            maxTimerLagNs = max(maxTimerLagNs, lag)
+            // Timers more than 10 ms late mean the generator, not the server, is adding latency.
+            if lag > 10_000_000 {
+                warnings.append(String(format: "generator: timers ran %.1f ms late at %.0f s; latency figures include generator delay", Double(lag) / 1e6, elapsed))
+            }
+        }
+        let rtt = merged.histograms[LatencyMetric.roundTrip.rawValue]
+        let fan = merged.histograms[LatencyMetric.fanout.rawValue]
+        let sample = IntervalSample(
+            elapsedSeconds: elapsed, openConnections: open, messagesSent: merged[.messagesSent],
+            messagesReceived: merged[.messagesDelivered] + merged[.fanoutReceived],
+            errors: merged.errors.reduce(0, +),
+            p50Micros: rtt.totalCount > 0 ? rtt.valueAtPercentile(50) : 0,
+            p99Micros: rtt.totalCount > 0 ? rtt.valueAtPercentile(99) : 0)
+        if !final || sample.messagesSent + sample.messagesReceived + sample.errors > 0 { intervals.append(sample) }
+        let dt = max(seconds(now - lastIntervalNs), 0.001)
+        lastIntervalNs = now
+        progress.show(ProgressLine(elapsed: elapsed, phase: phase, open: open, clients: scenario.clients,
+                                   sentPerSecond: Double(sample.messagesSent) / dt, receivedPerSecond: Double(sample.messagesReceived) / dt,
+                                   p50Micros: sample.p50Micros, p99Micros: sample.p99Micros, fanoutP99Micros: fan.totalCount > 0 ? fan.valueAtPercentile(99) : 0,
+                                   errors: totals.errors.reduce(0, +)))
+        return merged
+    }
+    var cpuSeen: [Int: UInt64] = [:]
+
+    func currentOpen() -> Int {
+        loops.indices.reduce(0) { n, i in n + loops[i].submitAndWait { [w = workloads[i]] _ in w.ws.openCount } }
+    }
+
+    func seconds(_ ns: UInt64) -> Double { Double(ns) / 1e9 }
+
+    func targetDescription(_ e: WebSocketEndpoint) -> String {
+        scenario.target == .embedded ? "the embedded target" : "ws://\(e.address)\(e.path)"
+    }
+
+    func describeConnectErrors() -> String {
+        let parts = ErrorClass.allCases.compactMap { e -> String? in
+            let n = totals.errorCount(e)
+            return n > 0 ? "\(e.key) × \(n)" : nil
+        }
+        var text = parts.isEmpty ? "no connection completed" : parts.joined(separator: ", ")
+        if !totals.upgradeStatuses.isEmpty {
+            text += " (HTTP " + totals.upgradeStatuses.sorted { $0.key < $1.key }.map { "\($0.key) × \($0.value)" }.joined(separator: ", ") + ")"
+        }
+        return text
+    }
+
+    func environment(loops: Int) -> RunEnvironment {
+        var name = [CChar](repeating: 0, count: 256)
+        gethostname(&name, 255)
+        var u = utsname()
+        uname(&u)
+        let sys = withUnsafeBytes(of: &u.sysname) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        let rel = withUnsafeBytes(of: &u.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        return RunEnvironment(stampedeVersion: Self.version, hostname: String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self), cores: ProcessInfo.processInfo.activeProcessorCount,
+                              loops: loops, os: "\(sys) \(rel)", clock: "monotonic", commandLine: options.commandLine)
+    }
+}

@@ -1,0 +1,691 @@
+import CStampedeLinux
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+/// Identifies a connection slot. The generation changes every time a slot is reused, so an
+/// event or timer meant for a closed connection is recognised and dropped.
+public struct ConnectionID: Hashable, Sendable, CustomStringConvertible {
+    public let index: UInt32
+    public let generation: UInt32
+    @inlinable public init(index: UInt32, generation: UInt32) { self.index = index; self.generation = generation }
+    @inlinable public init(packed: UInt64) { index = UInt32(truncatingIfNeeded: packed); generation = UInt32(truncatingIfNeeded: packed >> 32) }
+    @inlinable public var packed: UInt64 { UInt64(generation) << 32 | UInt64(index) }
+    public var description: String { "#\(index).\(generation)" }
+}
+
+/// Why the loop closed a connection on its own.
+public enum CloseReason: Sendable, Equatable {
+    /// The peer closed its side (read returned 0).
+    case endOfFile
+    /// ECONNRESET / EPIPE.
+    case reset
+    /// Any other socket error.
+    case error(Int32)
+}
+
+/// A loopback address to connect to or listen on.
+public enum SocketAddress: Sendable, Equatable, CustomStringConvertible {
+    /// IPv4 address in host byte order.
+    case ipv4(UInt32, port: UInt16)
+    case ipv6Loopback(port: UInt16)
+
+    /// Parses a dotted IPv4 literal, `localhost`, or `::1`.
+    public init?(host: String, port: Int) {
+        guard (0...65535).contains(port) else { return nil }
+        if host == "localhost" { self = .ipv4(0x7F00_0001, port: UInt16(port)); return }
+        if host == "::1" || host == "[::1]" { self = .ipv6Loopback(port: UInt16(port)); return }
+        guard let a = parseIPv4(host) else { return nil }
+        self = .ipv4(a, port: UInt16(port))
+    }
+
+    public var port: UInt16 {
+        switch self { case .ipv4(_, let p), .ipv6Loopback(let p): p }
+    }
+
+    public var description: String {
+        switch self {
+        case .ipv4(let a, let p): "\(a >> 24).\((a >> 16) & 255).\((a >> 8) & 255).\(a & 255):\(p)"
+        case .ipv6Loopback(let p): "[::1]:\(p)"
+        }
+    }
+}
+
+/// Parses "a.b.c.d" into a host-order UInt32.
+public func parseIPv4(_ s: String) -> UInt32? {
+    let parts = s.split(separator: ".", omittingEmptySubsequences: false)
+    guard parts.count == 4 else { return nil }
+    var v: UInt32 = 0
+    for p in parts {
+        guard let n = UInt32(p), n <= 255, !p.isEmpty, p.count <= 3 else { return nil }
+        v = v << 8 | n
+    }
+    return v
+}
+
+/// What the loop tells the code that owns its connections (a workload or a server).
+/// Every callback runs on the loop's thread.
+public protocol EventLoopHandler: AnyObject {
+    /// A non-blocking connect finished: `error` is 0 on success, else an errno (ETIMEDOUT after the connect timeout).
+    func connectCompleted(_ id: ConnectionID, error: Int32, loop: EventLoop)
+    /// A listener accepted `id`.
+    func accepted(_ id: ConnectionID, listener: ConnectionID, loop: EventLoop)
+    /// Input arrived. Return how many bytes at the start of `buffer` were used; the rest is kept and
+    /// offered again, in front of the next input. `buffer` may be modified in place (unmasking).
+    func received(_ id: ConnectionID, buffer: UnsafeMutableRawBufferPointer, loop: EventLoop) -> Int
+    /// The loop closed the connection because of the peer or an error (not after `close(_:)`).
+    func closed(_ id: ConnectionID, reason: CloseReason, loop: EventLoop)
+    /// The write queue fell below the low-water mark after having passed the high-water mark.
+    func writable(_ id: ConnectionID, loop: EventLoop)
+    /// A timer scheduled with `schedule(at:token:)` is due.
+    func timerFired(token: UInt64, deadline: UInt64, loop: EventLoop)
+}
+
+/// One epoll event loop on its own thread, owning every connection it creates.
+///
+/// Everything except `execute(_:)`, `stop()` and `join()` must be called on the loop thread
+/// (from a handler callback or an executed task). Connection state lives in a dense slot array
+/// indexed by `ConnectionID.index`; output is queued per connection and flushed once per wake-up.
+public final class EventLoop: @unchecked Sendable {
+    public struct Configuration: Sendable {
+        /// Most bytes read from one connection per wake-up, so one busy peer cannot starve the rest.
+        public var readCapPerWakeup = 256 * 1024
+        /// Write queue size above which `isBackedUp` is true and the owner should defer sends.
+        public var highWaterMark = 256 * 1024
+        /// Queue size below which a backed-up connection gets `writable`.
+        public var lowWaterMark = 64 * 1024
+        public var maxEventsPerWait = 1024
+        public init() {}
+    }
+
+    struct Slot {
+        var fd: Int32 = -1
+        var generation: UInt32 = 0
+        var state: State = .free
+        var out: ByteBuffer? = nil
+        var pending: ByteBuffer? = nil
+        var pollingOut = false
+        var dirty = false
+        var backedUp = false
+        var closeWhenFlushed = false
+        var shutdownWhenFlushed = false
+        enum State { case free, connecting, stream, listener }
+    }
+
+    public let index: Int
+    public let configuration: Configuration
+    public unowned(unsafe) var handler: EventLoopHandler!
+
+    let epfd: Int32
+    let timerfd: Int32
+    let wakefd: Int32
+    var slots: [Slot] = []
+    var freeSlots: [UInt32] = []
+    var dirtySlots: [UInt32] = []
+    var timers = TimerHeap()
+    var armedDeadline: UInt64 = .max
+    let readBuffer: UnsafeMutableRawBufferPointer
+    let events: UnsafeMutableRawPointer
+    var running = false
+    let tasks = Mutex<[@Sendable (EventLoop) -> Void]>([])
+    let stopRequested = Atomic<Bool>(false)
+    var thread: Thread?
+    let finished = Mutex<Bool>(false)
+    let finishedCondition = NSCondition()
+
+    /// Worst timer lateness seen since the last `takeMaxTimerLag()`, ns.
+    public private(set) var maxTimerLagNs: UInt64 = 0
+    /// Bytes in all write queues of this loop.
+    public private(set) var queuedBytes = 0
+    /// Live connection slots (connecting, open or listening).
+    public private(set) var liveSlots = 0
+
+    static let timerToken: UInt64 = UInt64(UInt32.max)
+    static let wakeToken: UInt64 = UInt64(UInt32.max - 1)
+    static let internalTimerBit: UInt64 = 1 << 63
+
+    public init(index: Int = 0, configuration: Configuration = Configuration()) throws(LoopError) {
+        self.index = index
+        self.configuration = configuration
+        epfd = epoll_create1(Int32(EPOLL_CLOEXEC))
+        timerfd = cs_timerfd_create()
+        wakefd = cs_eventfd_create()
+        guard epfd >= 0, timerfd >= 0, wakefd >= 0 else { throw LoopError(operation: "epoll/timerfd/eventfd", errno: cs_errno()) }
+        readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+        events = UnsafeMutableRawPointer.allocate(byteCount: cs_epoll_event_size() * configuration.maxEventsPerWait, alignment: 16)
+        _ = cs_epoll_ctl(epfd, EPOLL_CTL_ADD, timerfd, EPOLLIN.rawValue, Self.timerToken)
+        _ = cs_epoll_ctl(epfd, EPOLL_CTL_ADD, wakefd, EPOLLIN.rawValue, Self.wakeToken)
+    }
+
+    deinit {
+        for s in slots where s.fd >= 0 { Glibc.close(s.fd) }
+        Glibc.close(epfd); Glibc.close(timerfd); Glibc.close(wakefd)
+        readBuffer.deallocate()
+        events.deallocate()
+    }
+
+    // MARK: Threads
+
+    /// Starts the loop on a new thread.
+    public func start(name: String = "stampede-loop") {
+        let t = Thread { [self] in run() }
+        t.name = name
+        t.stackSize = 8 << 20
+        thread = t
+        t.start()
+    }
+
+    /// Runs a task on the loop thread (callable from any thread).
+    public func execute(_ task: @escaping @Sendable (EventLoop) -> Void) {
+        tasks.withLock { $0.append(task) }
+        wake()
+    }
+
+    /// Asks the loop to finish its current iteration and return (any thread).
+    public func stop() {
+        stopRequested.store(true, ordering: .releasing)
+        wake()
+    }
+
+    /// Waits until the loop thread has returned.
+    public func join() {
+        finishedCondition.lock()
+        while !finished.withLock({ $0 }) { finishedCondition.wait() }
+        finishedCondition.unlock()
+    }
+
+    func wake() {
+        var one: UInt64 = 1
+        _ = withUnsafeBytes(of: &one) { Glibc.write(wakefd, $0.baseAddress, 8) }
+    }
+
+    /// Runs the loop on the calling thread until `stop()`.
+    public func run() {
+        running = true
+        while !stopRequested.load(ordering: .acquiring) {
+            runOnce()
+        }
+        running = false
+        closeAll()
+        finishedCondition.lock()
+        finished.withLock { $0 = true }
+        finishedCondition.broadcast()
+        finishedCondition.unlock()
+    }
+
+    func runOnce() {
+        armTimer()
+        let n = cs_epoll_wait(epfd, events, Int32(configuration.maxEventsPerWait), -1)
+        if n < 0 { return }  // EINTR: go round again
+        for i in 0..<Int(n) {
+            let data = cs_epoll_event_data(events, Int32(i))
+            let flags = cs_epoll_event_events(events, Int32(i))
+            if data == Self.timerToken {
+                var buf: UInt64 = 0
+                _ = withUnsafeMutableBytes(of: &buf) { read(timerfd, $0.baseAddress, 8) }
+                armedDeadline = .max
+            } else if data == Self.wakeToken {
+                var buf: UInt64 = 0
+                _ = withUnsafeMutableBytes(of: &buf) { read(wakefd, $0.baseAddress, 8) }
+                runTasks()
+            } else {
+                dispatch(ConnectionID(packed: data), flags: flags)
+            }
+        }
+        fireTimers()
+        flushDirty()
+    }
+
+    func runTasks() {
+        let pending = tasks.withLock { t -> [@Sendable (EventLoop) -> Void] in
+            let p = t
+            t.removeAll(keepingCapacity: true)
+            return p
+        }
+        for task in pending { task(self) }
+    }
+
+    // MARK: Timers
+
+    /// Monotonic clock, nanoseconds.
+    @inlinable public static func now() -> UInt64 { cs_monotonic_ns() }
+
+    /// Calls `handler.timerFired(token:)` at or after `deadline` (monotonic ns). Timers cannot be
+    /// cancelled: the handler recognises stale tokens (e.g. by a connection generation in them).
+    /// The top bit of `token` is reserved for the loop.
+    public func schedule(at deadline: UInt64, token: UInt64) {
+        timers.push(deadline: deadline, token: token)
+    }
+
+    public var scheduledTimers: Int { timers.count }
+
+    /// Returns the worst timer lag since the last call, and resets it.
+    public func takeMaxTimerLag() -> UInt64 {
+        defer { maxTimerLagNs = 0 }
+        return maxTimerLagNs
+    }
+
+    func armTimer() {
+        guard let next = timers.peekDeadline() else { return }
+        if next != armedDeadline {
+            armedDeadline = next
+            // A deadline already past makes timerfd fire at once, which is what we want.
+            _ = cs_timerfd_arm_absolute(timerfd, max(next, 1))
+        }
+    }
+
+    func fireTimers() {
+        guard timers.count > 0 else { return }
+        let now = Self.now()
+        while let deadline = timers.peekDeadline(), deadline <= now {
+            let entry = timers.pop()
+            let lag = now - entry.deadline
+            if lag > maxTimerLagNs { maxTimerLagNs = lag }
+            if entry.token & Self.internalTimerBit != 0 {
+                connectTimedOut(ConnectionID(packed: entry.token & ~Self.internalTimerBit))
+            } else {
+                handler.timerFired(token: entry.token, deadline: entry.deadline, loop: self)
+            }
+        }
+        if timers.peekDeadline() != armedDeadline { armedDeadline = .max }
+    }
+
+    // MARK: Slots
+
+    func allocateSlot(fd: Int32, state: Slot.State) -> ConnectionID {
+        let index: UInt32
+        if let free = freeSlots.popLast() {
+            index = free
+        } else {
+            index = UInt32(slots.count)
+            slots.append(Slot())
+        }
+        slots[Int(index)].fd = fd
+        slots[Int(index)].state = state
+        liveSlots += 1
+        return ConnectionID(index: index, generation: slots[Int(index)].generation)
+    }
+
+    func releaseSlot(_ index: Int) {
+        var s = slots[index]
+        queuedBytes -= s.out?.count ?? 0
+        s.out?.clear(); s.out?.shrinkIfIdle(limit: 16 * 1024)
+        s.pending?.clear(); s.pending?.shrinkIfIdle(limit: 16 * 1024)
+        s.fd = -1
+        s.state = .free
+        s.generation &+= 1
+        s.pollingOut = false
+        s.backedUp = false
+        s.closeWhenFlushed = false
+        s.shutdownWhenFlushed = false
+        // `dirty` stays set if queued; flushDirty skips free slots and clears it.
+        slots[index] = s
+        freeSlots.append(UInt32(index))
+        liveSlots -= 1
+    }
+
+    @inline(__always)
+    func slotIndex(_ id: ConnectionID) -> Int? {
+        let i = Int(id.index)
+        guard i < slots.count, slots[i].generation == id.generation, slots[i].state != .free else { return nil }
+        return i
+    }
+
+    /// Whether `id` still names a live connection.
+    public func isAlive(_ id: ConnectionID) -> Bool { slotIndex(id) != nil }
+
+    /// Number of slots ever created (the dense table's size).
+    public var slotCapacity: Int { slots.count }
+
+    // MARK: Connections
+
+    /// Starts a non-blocking connect. Returns the connection, or the errno of an immediate failure
+    /// (EMFILE, EADDRNOTAVAIL, ECONNREFUSED …). Completion comes through `connectCompleted`.
+    public func connect(to address: SocketAddress, from source: UInt32? = nil, timeoutNs: UInt64) -> Result<ConnectionID, LoopError> {
+        let family: Int32 = { if case .ipv6Loopback = address { return AF_INET6 } else { return AF_INET } }()
+        let fd = cs_socket_tcp(family)
+        guard fd >= 0 else { return .failure(LoopError(operation: "socket", errno: cs_errno())) }
+        _ = cs_set_int_option(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+        if let src = source, case .ipv4 = address {
+            // Port 0 with IP_BIND_ADDRESS_NO_PORT lets the kernel pick the port at connect time per
+            // (source, destination) pair instead of reserving one per source address.
+            _ = cs_set_int_option(fd, Int32(IPPROTO_IP), 24 /* IP_BIND_ADDRESS_NO_PORT */, 1)
+            if cs_bind_ipv4(fd, src.bigEndian, 0) != 0 {
+                let e = cs_errno(); Glibc.close(fd)
+                return .failure(LoopError(operation: "bind", errno: e))
+            }
+        }
+        let r: IOResult
+        switch address {
+        case .ipv4(let a, let port): r = syscall { Int(cs_connect_ipv4(fd, a.bigEndian, port)) }
+        case .ipv6Loopback(let port): r = syscall { Int(cs_connect_ipv6_loopback(fd, port)) }
+        }
+        switch r {
+        case .failed(let e):
+            Glibc.close(fd)
+            return .failure(LoopError(operation: "connect", errno: e))
+        case .done, .wouldBlock:
+            let id = allocateSlot(fd: fd, state: .connecting)
+            slots[Int(id.index)].pollingOut = true
+            guard cs_epoll_ctl(epfd, EPOLL_CTL_ADD, fd, EPOLLOUT.rawValue | EPOLLIN.rawValue, id.packed) == 0 else {
+                let e = cs_errno()
+                Glibc.close(fd); releaseSlot(Int(id.index))
+                return .failure(LoopError(operation: "epoll_ctl", errno: e))
+            }
+            schedule(at: Self.now() + timeoutNs, token: Self.internalTimerBit | id.packed)
+            return .success(id)
+        }
+    }
+
+    func connectTimedOut(_ id: ConnectionID) {
+        guard let i = slotIndex(id), slots[i].state == .connecting else { return }
+        Glibc.close(slots[i].fd)
+        releaseSlot(i)
+        handler.connectCompleted(id, error: ETIMEDOUT, loop: self)
+    }
+
+    /// Listens on a loopback address; returns the listener and the bound port (for port 0).
+    public func listen(on address: SocketAddress, backlog: Int32 = 4096) -> Result<(ConnectionID, UInt16), LoopError> {
+        let family: Int32 = { if case .ipv6Loopback = address { return AF_INET6 } else { return AF_INET } }()
+        let fd = cs_socket_tcp(family)
+        guard fd >= 0 else { return .failure(LoopError(operation: "socket", errno: cs_errno())) }
+        _ = cs_set_int_option(fd, SOL_SOCKET, SO_REUSEADDR, 1)
+        let bound: Int32
+        switch address {
+        case .ipv4(let a, let port): bound = cs_bind_ipv4(fd, a.bigEndian, port)
+        case .ipv6Loopback: Glibc.close(fd); return .failure(LoopError(operation: "listen on ::1 (not supported yet)", errno: EAFNOSUPPORT))
+        }
+        guard bound == 0 else { let e = cs_errno(); Glibc.close(fd); return .failure(LoopError(operation: "bind \(address)", errno: e)) }
+        guard Glibc.listen(fd, backlog) == 0 else { let e = cs_errno(); Glibc.close(fd); return .failure(LoopError(operation: "listen", errno: e)) }
+        let port = UInt16(cs_local_port(fd))
+        let id = allocateSlot(fd: fd, state: .listener)
+        _ = cs_epoll_ctl(epfd, EPOLL_CTL_ADD, fd, EPOLLIN.rawValue, id.packed)
+        return .success((id, port))
+    }
+
+    /// Queues bytes for `id`; they are written at the end of this loop iteration.
+    @inline(__always)
+    public func write(_ id: ConnectionID, _ bytes: UnsafeRawBufferPointer) {
+        guard let i = slotIndex(id), slots[i].state == .stream else { return }
+        outBuffer(i).append(bytes)
+        queued(i, bytes.count)
+    }
+
+    /// Lets the caller build up to `maxBytes` directly in the write queue; `body` returns how many it wrote.
+    @inline(__always)
+    public func write(_ id: ConnectionID, reserving maxBytes: Int, _ body: (UnsafeMutableRawPointer) -> Int) {
+        guard let i = slotIndex(id), slots[i].state == .stream else { return }
+        let out = outBuffer(i)
+        let n = body(out.reserve(maxBytes))
+        out.commit(n)
+        queued(i, n)
+    }
+
+    @inline(__always)
+    func outBuffer(_ i: Int) -> ByteBuffer {
+        if let b = slots[i].out { return b }
+        let b = ByteBuffer()
+        slots[i].out = b
+        return b
+    }
+
+    @inline(__always)
+    func queued(_ i: Int, _ n: Int) {
+        queuedBytes += n
+        if !slots[i].dirty {
+            slots[i].dirty = true
+            dirtySlots.append(UInt32(i))
+        }
+        if let out = slots[i].out, out.count > configuration.highWaterMark { slots[i].backedUp = true }
+    }
+
+    /// Bytes waiting to be written on `id`.
+    public func queuedBytes(_ id: ConnectionID) -> Int {
+        guard let i = slotIndex(id) else { return 0 }
+        return slots[i].out?.count ?? 0
+    }
+
+    /// True while the write queue is over the high-water mark: the owner should defer sends
+    /// until `writable` (backpressure instead of unbounded memory).
+    public func isBackedUp(_ id: ConnectionID) -> Bool {
+        guard let i = slotIndex(id) else { return false }
+        return slots[i].backedUp
+    }
+
+    /// Closes now, dropping queued output; no `closed` callback. `reset` sends RST instead of FIN.
+    public func close(_ id: ConnectionID, reset: Bool = false) {
+        guard let i = slotIndex(id) else { return }
+        let fd = slots[i].fd
+        if reset { _ = cs_close_with_reset(fd) } else { Glibc.close(fd) }
+        releaseSlot(i)
+    }
+
+    /// Closes once the write queue is empty (e.g. after a WebSocket close frame); no callback.
+    public func closeAfterFlush(_ id: ConnectionID) {
+        guard let i = slotIndex(id) else { return }
+        slots[i].closeWhenFlushed = true
+        markDirty(i)
+    }
+
+    /// Sends FIN once the write queue is empty but keeps reading until the peer closes.
+    public func shutdownWriteAfterFlush(_ id: ConnectionID) {
+        guard let i = slotIndex(id) else { return }
+        slots[i].shutdownWhenFlushed = true
+        markDirty(i)
+    }
+
+    func markDirty(_ i: Int) {
+        if !slots[i].dirty { slots[i].dirty = true; dirtySlots.append(UInt32(i)) }
+    }
+
+    func closeAll() {
+        for i in slots.indices where slots[i].state != .free {
+            Glibc.close(slots[i].fd)
+            releaseSlot(i)
+        }
+    }
+
+    // MARK: Events
+
+    func dispatch(_ id: ConnectionID, flags: UInt32) {
+        guard let i = slotIndex(id) else { return }  // stale event for a reused slot
+        switch slots[i].state {
+        case .free: return
+        case .listener: acceptAll(i, listener: id)
+        case .connecting:
+            let err = cs_socket_error(slots[i].fd)
+            if err == 0 && flags & (EPOLLERR.rawValue | EPOLLHUP.rawValue) == 0 {
+                slots[i].state = .stream
+                slots[i].pollingOut = false
+                _ = cs_epoll_ctl(epfd, EPOLL_CTL_MOD, slots[i].fd, EPOLLIN.rawValue | EPOLLRDHUP.rawValue, id.packed)
+                handler.connectCompleted(id, error: 0, loop: self)
+            } else {
+                Glibc.close(slots[i].fd)
+                releaseSlot(i)
+                handler.connectCompleted(id, error: err > 0 ? Int32(err) : ECONNREFUSED, loop: self)
+            }
+        case .stream:
+            if flags & EPOLLOUT.rawValue != 0 {
+                flush(i, id: id)
+                guard slotIndex(id) != nil else { return }
+            }
+            if flags & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue | EPOLLRDHUP.rawValue) != 0 {
+                readAvailable(i, id: id)
+            }
+        }
+    }
+
+    func acceptAll(_ i: Int, listener: ConnectionID) {
+        // Bounded per wake-up so a connect storm cannot starve established connections.
+        for _ in 0..<256 {
+            let fd = cs_accept(slots[i].fd)
+            if fd < 0 { return }
+            _ = cs_set_int_option(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+            let id = allocateSlot(fd: fd, state: .stream)
+            _ = cs_epoll_ctl(epfd, EPOLL_CTL_ADD, fd, EPOLLIN.rawValue | EPOLLRDHUP.rawValue, id.packed)
+            handler.accepted(id, listener: listener, loop: self)
+        }
+    }
+
+    func readAvailable(_ index: Int, id: ConnectionID) {
+        var budget = configuration.readCapPerWakeup
+        while budget > 0 {
+            let fd = slots[index].fd
+            let r = syscall { Glibc.read(fd, readBuffer.baseAddress, readBuffer.count) }
+            switch r {
+            case .wouldBlock: return
+            case .failed(let e):
+                peerClosed(index, id: id, reason: (e == ECONNRESET || e == EPIPE) ? .reset : .error(e))
+                return
+            case .done(0):
+                peerClosed(index, id: id, reason: .endOfFile)
+                return
+            case .done(let n):
+                budget -= n
+                deliver(index, id: id, count: n)
+                guard slotIndex(id) != nil else { return }
+                if n < readBuffer.count { return }
+            }
+        }
+    }
+
+    /// Hands input to the handler: straight from the shared read buffer when nothing is pending
+    /// (no copy), else appended to the connection's pending bytes.
+    func deliver(_ index: Int, id: ConnectionID, count n: Int) {
+        if let pending = slots[index].pending, !pending.isEmpty {
+            pending.append(UnsafeRawBufferPointer(rebasing: readBuffer[0..<n]))
+            let used = handler.received(id, buffer: pending.readable, loop: self)
+            // The slot may have closed (and been reused) inside the callback; `pending` is still ours to clear.
+            guard slotIndex(id) != nil else { return }
+            pending.consume(used)
+            return
+        }
+        let view = UnsafeMutableRawBufferPointer(rebasing: readBuffer[0..<n])
+        let used = handler.received(id, buffer: view, loop: self)
+        guard let i = slotIndex(id), used < n else { return }
+        let pending: ByteBuffer
+        if let p = slots[i].pending { pending = p } else { pending = ByteBuffer(); slots[i].pending = pending }
+        pending.append(UnsafeRawBufferPointer(rebasing: readBuffer[used..<n]))
+    }
+
+    func peerClosed(_ index: Int, id: ConnectionID, reason: CloseReason) {
+        Glibc.close(slots[index].fd)
+        releaseSlot(index)
+        handler.closed(id, reason: reason, loop: self)
+    }
+
+    // MARK: Output
+
+    func flushDirty() {
+        while !dirtySlots.isEmpty {
+            let batch = dirtySlots
+            dirtySlots.removeAll(keepingCapacity: true)
+            for raw in batch {
+                let i = Int(raw)
+                slots[i].dirty = false
+                guard slots[i].state == .stream else { continue }
+                flush(i, id: ConnectionID(index: raw, generation: slots[i].generation))
+            }
+        }
+    }
+
+    func flush(_ i: Int, id: ConnectionID) {
+        if let out = slots[i].out, !out.isEmpty {
+            let fd = slots[i].fd
+            while !out.isEmpty {
+                let view = out.readable
+                let r = syscall { cs_send_nosignal(fd, view.baseAddress, view.count) }
+                switch r {
+                case .done(let n):
+                    out.consume(n)
+                    queuedBytes -= n
+                case .wouldBlock:
+                    if !slots[i].pollingOut {
+                        slots[i].pollingOut = true
+                        _ = cs_epoll_ctl(epfd, EPOLL_CTL_MOD, fd, EPOLLIN.rawValue | EPOLLOUT.rawValue | EPOLLRDHUP.rawValue, id.packed)
+                    }
+                    return
+                case .failed(let e):
+                    peerClosed(i, id: id, reason: (e == ECONNRESET || e == EPIPE) ? .reset : .error(e))
+                    return
+                }
+            }
+            out.shrinkIfIdle()
+        }
+        if slots[i].pollingOut {
+            slots[i].pollingOut = false
+            _ = cs_epoll_ctl(epfd, EPOLL_CTL_MOD, slots[i].fd, EPOLLIN.rawValue | EPOLLRDHUP.rawValue, id.packed)
+        }
+        if slots[i].closeWhenFlushed {
+            Glibc.close(slots[i].fd)
+            releaseSlot(i)
+            return
+        }
+        if slots[i].shutdownWhenFlushed {
+            slots[i].shutdownWhenFlushed = false
+            _ = Glibc.shutdown(slots[i].fd, Int32(SHUT_WR))
+        }
+        if slots[i].backedUp {
+            slots[i].backedUp = false
+            handler.writable(id, loop: self)
+        }
+    }
+}
+
+/// A system call that failed while setting up the loop or a connection.
+public struct LoopError: Error, Sendable, CustomStringConvertible {
+    public var operation: String
+    public var errno: Int32
+    public init(operation: String, errno: Int32) { self.operation = operation; self.errno = errno }
+    public var description: String { "\(operation): \(errnoDescription(errno))" }
+}
+
+/// A binary min-heap of (deadline, token), FIFO among equal deadlines. Holds 100,000 timers
+/// in 2.4 MB with O(log n) push and pop and no per-timer allocation.
+struct TimerHeap {
+    struct Entry { var deadline: UInt64; var sequence: UInt64; var token: UInt64 }
+    var entries: [Entry] = []
+    var nextSequence: UInt64 = 0
+
+    var count: Int { entries.count }
+
+    @inline(__always) static func less(_ a: Entry, _ b: Entry) -> Bool {
+        a.deadline < b.deadline || (a.deadline == b.deadline && a.sequence < b.sequence)
+    }
+
+    func peekDeadline() -> UInt64? { entries.first?.deadline }
+
+    mutating func push(deadline: UInt64, token: UInt64) {
+        nextSequence &+= 1
+        entries.append(Entry(deadline: deadline, sequence: nextSequence, token: token))
+        var i = entries.count - 1
+        while i > 0 {
+            let parent = (i - 1) / 2
+            if !Self.less(entries[i], entries[parent]) { break }
+            entries.swapAt(i, parent)
+            i = parent
+        }
+    }
+
+    mutating func pop() -> Entry {
+        let top = entries[0]
+        let last = entries.removeLast()
+        if !entries.isEmpty {
+            entries[0] = last
+            var i = 0
+            let n = entries.count
+            while true {
+                let l = 2 * i + 1, r = l + 1
+                var m = i
+                if l < n && Self.less(entries[l], entries[m]) { m = l }
+                if r < n && Self.less(entries[r], entries[m]) { m = r }
+                if m == i { break }
+                entries.swapAt(i, m)
+                i = m
+            }
+        }
+        return top
+    }
+}

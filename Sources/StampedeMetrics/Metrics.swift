@@ -1,0 +1,216 @@
+import Histogram
+
+/// Every latency the generator records. Values are microseconds.
+public enum LatencyMetric: Int, CaseIterable, Sendable, Codable {
+    /// Own message → own echo, from the intended send time (coordinated omission corrected).
+    case roundTrip
+    /// Own message → own echo, from the moment the bytes were handed to the socket.
+    case roundTripUncorrected
+    /// Another client's message → its broadcast arriving here, from the sender's intended time.
+    case fanout
+    /// As `fanout`, from the sender's actual send time.
+    case fanoutUncorrected
+    /// TCP three-way handshake (connect() until writable).
+    case tcpConnect
+    /// WebSocket upgrade request sent → 101 response parsed.
+    case upgrade
+
+    /// Key used in summary.json and file names.
+    public var key: String {
+        switch self {
+        case .roundTrip: "round_trip"
+        case .roundTripUncorrected: "round_trip_uncorrected"
+        case .fanout: "fanout"
+        case .fanoutUncorrected: "fanout_uncorrected"
+        case .tcpConnect: "tcp_connect"
+        case .upgrade: "ws_upgrade"
+        }
+    }
+}
+
+/// Counted events. Indexes a fixed array so counting never allocates.
+public enum Counter: Int, CaseIterable, Sendable, Codable {
+    case connectAttempts
+    case connected
+    case connectFailed
+    /// Connections that ended after being established (any reason).
+    case disconnected
+    case messagesSent
+    /// Own messages whose echo came back (the sender's delivery receipt).
+    case messagesDelivered
+    /// Own messages the server answered with an error (none for chat; kept for other workloads).
+    case messagesFailed
+    /// Own messages that can no longer be delivered (see `LossReason`).
+    case messagesLost
+    /// Broadcasts of other clients' messages received.
+    case fanoutReceived
+    /// Broadcasts expected: messages sent × (clients connected − 1) when the message phase began.
+    case fanoutExpected
+    /// Sends that were due but waited because the socket's write queue was over its limit.
+    case sendsDeferred
+    case bytesSent
+    case bytesReceived
+    /// Frames that were not ours to parse as chat messages (server text we could not read).
+    case unparsedMessages
+
+    public var key: String {
+        switch self {
+        case .connectAttempts: "connect_attempts"
+        case .connected: "connected"
+        case .connectFailed: "connect_failed"
+        case .disconnected: "disconnected"
+        case .messagesSent: "messages_sent"
+        case .messagesDelivered: "messages_delivered"
+        case .messagesFailed: "messages_failed"
+        case .messagesLost: "messages_lost"
+        case .fanoutReceived: "fanout_received"
+        case .fanoutExpected: "fanout_expected"
+        case .sendsDeferred: "sends_deferred"
+        case .bytesSent: "bytes_sent"
+        case .bytesReceived: "bytes_received"
+        case .unparsedMessages: "unparsed_messages"
+        }
+    }
+}
+
+/// Why a message was counted lost.
+public enum LossReason: Int, CaseIterable, Sendable, Codable {
+    /// The connection ended before the echo came back.
+    case connectionClosed
+    /// The echo did not come back before the end of the drain period.
+    case timedOut
+    /// The run was interrupted (Ctrl-C / SIGTERM) before the echo came back.
+    case interrupted
+
+    public var key: String {
+        switch self {
+        case .connectionClosed: "connection_closed"
+        case .timedOut: "timed_out"
+        case .interrupted: "interrupted"
+        }
+    }
+}
+
+/// Error classes, counted per class. A misbehaving server is counted here, never a crash.
+public enum ErrorClass: Int, CaseIterable, Sendable, Codable {
+    case connectRefused
+    case connectTimeout
+    /// Any other connect() failure (EADDRNOTAVAIL, ENETUNREACH, EMFILE …).
+    case connectError
+    /// The upgrade got an HTTP status other than 101 (statuses counted separately).
+    case upgradeRejected
+    /// 101 with a wrong Sec-WebSocket-Accept, a missing header, or an unparseable response.
+    case upgradeInvalid
+    case upgradeTimeout
+    /// A frame the RFC forbids (reserved bits, bad opcode, unmasked-ness, bad close payload …).
+    case protocolError
+    case invalidUTF8
+    case messageTooBig
+    /// The peer reset the connection (ECONNRESET, EPIPE).
+    case connectionReset
+    /// The peer closed TCP without a close handshake.
+    case unexpectedEOF
+    /// The peer closed with a code other than 1000/1001.
+    case closedWithError
+    /// Any other read/write error.
+    case ioError
+
+    public var key: String {
+        switch self {
+        case .connectRefused: "connect_refused"
+        case .connectTimeout: "connect_timeout"
+        case .connectError: "connect_error"
+        case .upgradeRejected: "upgrade_rejected"
+        case .upgradeInvalid: "upgrade_invalid"
+        case .upgradeTimeout: "upgrade_timeout"
+        case .protocolError: "protocol_error"
+        case .invalidUTF8: "invalid_utf8"
+        case .messageTooBig: "message_too_big"
+        case .connectionReset: "connection_reset"
+        case .unexpectedEOF: "unexpected_eof"
+        case .closedWithError: "closed_with_error"
+        case .ioError: "io_error"
+        }
+    }
+}
+
+/// Microsecond histogram: 1 µs to 1 hour, 3 significant digits (measurement.md).
+public typealias LatencyHistogram = Histogram<UInt64>
+
+public func makeLatencyHistogram() -> LatencyHistogram {
+    var h = LatencyHistogram(lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: .three)
+    h.autoResize = false
+    return h
+}
+
+/// One event loop's measurements. Owned and mutated by that loop's thread only (no locks);
+/// copied out at interval boundaries and merged by the engine.
+public struct MetricsShard: Sendable {
+    public var counters: [UInt64]
+    public var lost: [UInt64]
+    public var errors: [UInt64]
+    /// HTTP statuses of rejected upgrades (rare path: a dictionary is fine here).
+    public var upgradeStatuses: [Int: UInt64]
+    public var histograms: [LatencyHistogram]
+
+    public init() {
+        counters = Array(repeating: 0, count: Counter.allCases.count)
+        lost = Array(repeating: 0, count: LossReason.allCases.count)
+        errors = Array(repeating: 0, count: ErrorClass.allCases.count)
+        upgradeStatuses = [:]
+        histograms = LatencyMetric.allCases.map { _ in makeLatencyHistogram() }
+    }
+
+    @inline(__always) public mutating func count(_ c: Counter, _ n: UInt64 = 1) { counters[c.rawValue] &+= n }
+    @inline(__always) public mutating func lose(_ reason: LossReason, _ n: UInt64 = 1) {
+        lost[reason.rawValue] &+= n
+        counters[Counter.messagesLost.rawValue] &+= n
+    }
+    @inline(__always) public mutating func error(_ e: ErrorClass) { errors[e.rawValue] &+= 1 }
+    @inline(__always) public subscript(_ c: Counter) -> UInt64 { counters[c.rawValue] }
+    @inline(__always) public func errorCount(_ e: ErrorClass) -> UInt64 { errors[e.rawValue] }
+    @inline(__always) public func lostCount(_ r: LossReason) -> UInt64 { lost[r.rawValue] }
+
+    /// Records a latency in nanoseconds, stored as microseconds (at least 1).
+    @inline(__always) public mutating func record(_ m: LatencyMetric, nanoseconds: UInt64) {
+        let us = max(1, min(nanoseconds / 1000, 3_600_000_000))
+        _ = histograms[m.rawValue].record(us)
+    }
+
+    /// Adds another shard into this one (exact for histograms: merge, never average percentiles).
+    public mutating func add(_ other: MetricsShard) {
+        for i in counters.indices { counters[i] &+= other.counters[i] }
+        for i in lost.indices { lost[i] &+= other.lost[i] }
+        for i in errors.indices { errors[i] &+= other.errors[i] }
+        for (k, v) in other.upgradeStatuses { upgradeStatuses[k, default: 0] &+= v }
+        for i in histograms.indices where other.histograms[i].totalCount > 0 { histograms[i].add(other.histograms[i]) }
+    }
+
+    /// Clears everything, keeping histogram storage (no allocation).
+    public mutating func reset() {
+        for i in counters.indices { counters[i] = 0 }
+        for i in lost.indices { lost[i] = 0 }
+        for i in errors.indices { errors[i] = 0 }
+        upgradeStatuses.removeAll(keepingCapacity: true)
+        for i in histograms.indices { histograms[i].reset() }
+    }
+}
+
+/// Gauges sampled at an interval boundary (not summed over time).
+public struct LoopGauges: Sendable, Equatable {
+    /// Connections open (upgraded) right now.
+    public var openConnections: Int = 0
+    /// Largest lateness of a timer against its deadline in the interval, nanoseconds.
+    public var maxTimerLagNs: UInt64 = 0
+    /// Bytes waiting in write queues.
+    public var queuedBytes: Int = 0
+    /// CPU time the loop thread used in the interval.
+    public var cpuNs: UInt64 = 0
+    public init() {}
+    public mutating func add(_ o: LoopGauges) {
+        openConnections += o.openConnections
+        maxTimerLagNs = max(maxTimerLagNs, o.maxTimerLagNs)
+        queuedBytes += o.queuedBytes
+        cpuNs += o.cpuNs
+    }
+}

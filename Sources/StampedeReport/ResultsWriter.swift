@@ -1,0 +1,284 @@
+import Foundation
+import StampedeMetrics
+import StampedeScenario
+
+/// Writes a run's results folder: summary.json, one `.hgrm` per latency metric with samples, and timeseries.csv.
+///
+/// The layout and every field are documented for users in `docs/results.md`.
+public enum ResultsWriter {
+    public static let summaryFileName = "summary.json"
+    public static let timeseriesFileName = "timeseries.csv"
+    public static let timeseriesHeader = "elapsed_s,connections_open,messages_sent,messages_received,errors,p50_us,p99_us"
+    /// `outputPercentileDistribution` reporting points per half distance in .hgrm files (HdrHistogram's usual 5).
+    public static let hgrmTicksPerHalfDistance = 5
+
+    /// Creates `<resultsRoot>/<scenario.name>-<UTC yyyyMMdd'T'HHmmss'Z'>/` (add -2, -3 … if it exists) and writes
+    /// summary.json, one `<metric.key>.hgrm` per latency metric that has samples, and timeseries.csv.
+    /// Each file is written atomically (temp file in the same folder + rename). Returns the folder URL.
+    ///
+    /// summary.json is written last, so a folder that has it is complete.
+    public static func write(_ record: RunRecord, resultsRoot: URL) throws -> URL {
+        let summary = summary(of: record)
+        let folder = try makeRunFolder(in: resultsRoot, baseName: folderName(scenarioName: record.scenario.name, startedAt: record.startedAt))
+        for metric in metricsWithSamples(record.totals) {
+            let text = hgrm(record.totals.histograms[metric.rawValue])
+            try AtomicFile.write(Data(text.utf8), to: folder.appendingPathComponent(hgrmFileName(metric)))
+        }
+        try AtomicFile.write(Data(timeseriesCSV(record.intervals).utf8), to: folder.appendingPathComponent(timeseriesFileName))
+        try AtomicFile.write(try summary.jsonData(), to: folder.appendingPathComponent(summaryFileName))
+        AtomicFile.syncDirectory(folder)
+        return folder
+    }
+
+    /// The summary as a Codable value (also used by the CLI to print the end-of-run table and by tests).
+    public static func summary(of record: RunRecord) -> RunSummary {
+        let t = record.totals
+        let scenario = record.scenario
+
+        let sent = t[.messagesSent], delivered = t[.messagesDelivered], failed = t[.messagesFailed], lost = t[.messagesLost]
+        let fated = delivered &+ failed &+ lost
+        let unaccounted = sent >= fated ? Int64(clamping: sent - fated) : -Int64(clamping: fated - sent)
+        let expected = t[.fanoutExpected], received = t[.fanoutReceived]
+        let messagePhase = finite(record.phaseSeconds.messages)
+        func perSecond(_ n: UInt64) -> Double { messagePhase > 0 ? rounded(Double(n) / messagePhase) : 0 }
+
+        var latency: [String: RunSummary.Latency] = [:]
+        for metric in metricsWithSamples(t) {
+            latency[metric.key] = latencySummary(t.histograms[metric.rawValue])
+        }
+
+        var errors: [String: UInt64] = [:]
+        var errorsTotal: UInt64 = 0
+        for e in ErrorClass.allCases {
+            errors[e.key] = t.errorCount(e)
+            errorsTotal &+= t.errorCount(e)
+        }
+        var statuses: [String: UInt64] = [:]
+        for (status, n) in t.upgradeStatuses { statuses[String(status), default: 0] &+= n }
+
+        // Per message the client loops had to process: own echoes plus broadcasts of others.
+        let handled = delivered &+ received
+        let g = record.generator
+        let cpuPerMessage: Double? = handled > 0 ? rounded(finite(g.clientLoopCPUSeconds) * 1_000_000 / Double(handled)) : nil
+
+        let env = record.environment
+        return RunSummary(
+            partial: record.partial,
+            partialReason: record.partialReason,
+            fatalError: record.fatalError,
+            scenario: RunSummary.ScenarioInfo(
+                name: scenario.name, file: scenario.file, workload: scenario.workload.rawValue,
+                target: targetDescription(scenario.target), clients: scenario.clients,
+                connectRate: finite(scenario.connectRate), durationSeconds: finite(scenario.durationSeconds),
+                messageRate: finite(scenario.message.ratePerSecond), messageSize: scenario.message.size,
+                loadModel: scenario.loadModel.rawValue, latencyModel: latencyModelNote(scenario.loadModel),
+                thinkTimeSeconds: finite(scenario.thinkTimeSeconds), seed: scenario.seed, drainSeconds: finite(scenario.drainSeconds)),
+            environment: RunSummary.EnvironmentInfo(
+                stampedeVersion: env.stampedeVersion, hostname: env.hostname, cores: env.cores, loops: env.loops,
+                os: env.os, clock: env.clock, commandLine: env.commandLine,
+                startedAt: iso8601(record.startedAt), endedAt: iso8601(record.endedAt),
+                wallSeconds: rounded(Swift.max(0, record.endedAt.timeIntervalSince(record.startedAt)))),
+            phasesSeconds: RunSummary.Phases(
+                rampUp: rounded(record.phaseSeconds.rampUp), messages: rounded(messagePhase), drain: rounded(record.phaseSeconds.drain)),
+            connections: RunSummary.Connections(
+                attempted: t[.connectAttempts], connected: t[.connected], failed: t[.connectFailed],
+                disconnected: t[.disconnected], peakOpen: record.peakOpenConnections, openAtEnd: record.openConnectionsAtEnd),
+            messages: RunSummary.Messages(
+                sent: sent, delivered: delivered, failed: failed, lost: lost,
+                lostByReason: Dictionary(uniqueKeysWithValues: LossReason.allCases.map { ($0.key, t.lostCount($0)) }),
+                fanoutExpected: expected, fanoutReceived: received, fanoutMissing: expected > received ? expected - received : 0,
+                sendsDeferred: t[.sendsDeferred], unparsed: t[.unparsedMessages],
+                accountingClosed: unaccounted == 0, unaccounted: unaccounted,
+                throughputPerSecond: RunSummary.Throughput(sent: perSecond(sent), delivered: perSecond(delivered), fanoutReceived: perSecond(received))),
+            bytes: RunSummary.Bytes(sent: t[.bytesSent], received: t[.bytesReceived]),
+            latencyMicros: latency,
+            latencyCorrection: latencyCorrection(latency),
+            errors: errors,
+            errorsTotal: errorsTotal,
+            upgradeStatuses: statuses,
+            generator: RunSummary.Generator(
+                processCPUSeconds: rounded(g.processCPUSeconds), clientLoopCPUSeconds: rounded(g.clientLoopCPUSeconds),
+                cpuMicrosPerDeliveredMessage: cpuPerMessage, maxTimerLagMicros: g.maxTimerLagMicros,
+                saturated: g.saturated, warnings: g.warnings),
+            files: fileNames(for: t))
+    }
+
+    // MARK: Pieces, public for the CLI and tests.
+
+    /// `<name>-<UTC yyyyMMdd'T'HHmmss'Z'>`, with characters unsafe in a folder name replaced by `_`.
+    public static func folderName(scenarioName: String, startedAt: Date) -> String {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let c = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: startedAt)
+        func pad(_ v: Int?, _ width: Int) -> String {
+            let s = String(v ?? 0)
+            return String(repeating: "0", count: Swift.max(0, width - s.count)) + s
+        }
+        let stamp = pad(c.year, 4) + pad(c.month, 2) + pad(c.day, 2) + "T" + pad(c.hour, 2) + pad(c.minute, 2) + pad(c.second, 2) + "Z"
+        return safeName(scenarioName) + "-" + stamp
+    }
+
+    /// `<metric.key>.hgrm`.
+    public static func hgrmFileName(_ metric: LatencyMetric) -> String { metric.key + ".hgrm" }
+
+    /// HdrHistogram's percentile-distribution text for one histogram, values in microseconds (no scaling).
+    public static func hgrm(_ histogram: LatencyHistogram) -> String {
+        var text = ""
+        histogram.outputPercentileDistribution(
+            to: &text, outputValueUnitScalingRatio: 1.0, percentileTicksPerHalfDistance: hgrmTicksPerHalfDistance)
+        return text
+    }
+
+    /// timeseries.csv: the header, then one row per interval.
+    public static func timeseriesCSV(_ intervals: [IntervalSample]) -> String {
+        var csv = timeseriesHeader + "\n"
+        for s in intervals {
+            csv += "\(fixed3(s.elapsedSeconds)),\(s.openConnections),\(s.messagesSent),\(s.messagesReceived),\(s.errors),\(s.p50Micros),\(s.p99Micros)\n"
+        }
+        return csv
+    }
+
+    /// Names of the files `write` puts beside summary.json, in the order it writes them.
+    public static func fileNames(for totals: MetricsShard) -> [String] {
+        metricsWithSamples(totals).map(hgrmFileName) + [timeseriesFileName]
+    }
+
+    /// The `latency_model` note for a load model.
+    public static func latencyModelNote(_ model: LoadModel) -> String {
+        switch model {
+        case .open:
+            "open model: latency from intended send time (coordinated omission corrected)"
+        case .closed:
+            "closed model: each client sends after its own echo plus think time; latency is one client's request loop, not the latency traffic at a fixed rate would see"
+        }
+    }
+
+    // MARK: Internals
+
+    static func metricsWithSamples(_ totals: MetricsShard) -> [LatencyMetric] {
+        LatencyMetric.allCases.filter { totals.histograms[$0.rawValue].totalCount > 0 }
+    }
+
+    static func latencySummary(_ h: LatencyHistogram) -> RunSummary.Latency {
+        RunSummary.Latency(
+            count: h.totalCount, min: h.min,
+            p50: h.valueAtPercentile(50), p90: h.valueAtPercentile(90), p99: h.valueAtPercentile(99),
+            p99_9: h.valueAtPercentile(99.9), max: h.maxRecorded, mean: rounded(h.mean))
+    }
+
+    static func latencyCorrection(_ latency: [String: RunSummary.Latency]) -> RunSummary.LatencyCorrection {
+        let present = LatencyMetric.allCases.filter { latency[$0.key] != nil }
+        var pairs: [RunSummary.LatencyCorrection.Pair] = []
+        for metric in present {
+            guard let twin = metric.uncorrectedTwin, let c = latency[metric.key], let u = latency[twin.key] else { continue }
+            pairs.append(.init(corrected: metric.key, uncorrected: twin.key,
+                               p50Ratio: ratio(c.p50, u.p50), p99Ratio: ratio(c.p99, u.p99)))
+        }
+        return RunSummary.LatencyCorrection(
+            corrected: present.filter { $0.correction == .corrected }.map(\.key),
+            uncorrected: present.filter { $0.correction == .uncorrected }.map(\.key),
+            notApplicable: present.filter { $0.correction == .notApplicable }.map(\.key),
+            pairs: pairs)
+    }
+
+    static func targetDescription(_ target: Target) -> String {
+        switch target {
+        case .embedded: "embedded"
+        case .webSocket(let url): url.description
+        }
+    }
+
+    /// Creates the first free `<base>`, `<base>-2`, `<base>-3` … with mkdir, which fails if the folder exists,
+    /// so two writers in the same second can never share a folder.
+    static func makeRunFolder(in root: URL, baseName: String) throws -> URL {
+        do {
+            try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        } catch {
+            throw ResultsWriterError.cannotCreateFolder(path: root.path, reason: "\(error)")
+        }
+        var suffix = 1
+        while true {
+            let name = suffix == 1 ? baseName : "\(baseName)-\(suffix)"
+            let url = root.appendingPathComponent(name, isDirectory: true)
+            switch AtomicFile.makeDirectory(url) {
+            case .created: return url
+            case .exists where suffix < 100_000: suffix += 1
+            case .exists: throw ResultsWriterError.cannotCreateFolder(path: url.path, reason: "too many folders with this name")
+            case .failed(let reason): throw ResultsWriterError.cannotCreateFolder(path: url.path, reason: reason)
+            }
+        }
+    }
+
+    static func safeName(_ name: String) -> String {
+        var out = String(name.unicodeScalars.map { s -> Character in
+            switch s {
+            case "a"..."z", "A"..."Z", "0"..."9", "-", "_", ".": Character(s)
+            default: "_"
+            }
+        })
+        // A leading dot would hide the folder.
+        if out.hasPrefix(".") { out = "_" + out.dropFirst() }
+        return out.isEmpty ? "run" : out
+    }
+
+    static func iso8601(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+    }
+
+    /// JSONEncoder refuses NaN and infinity; a run's results must never be lost to one bad gauge.
+    static func finite(_ x: Double) -> Double { x.isFinite ? x : 0 }
+
+    /// Three decimals: enough for µs means and per-second rates, and keeps the JSON readable.
+    static func rounded(_ x: Double) -> Double { x.isFinite ? (x * 1000).rounded() / 1000 : 0 }
+
+    static func ratio(_ a: UInt64, _ b: UInt64) -> Double { b == 0 ? 0 : rounded(Double(a) / Double(b)) }
+
+    static func fixed3(_ x: Double) -> String {
+        let millis = Int64(exactly: (finite(x) * 1000).rounded()) ?? 0
+        let sign = millis < 0 ? "-" : ""
+        let m = millis.magnitude
+        let frac = String(m % 1000)
+        return sign + String(m / 1000) + "." + String(repeating: "0", count: 3 - frac.count) + frac
+    }
+}
+
+/// Why a results folder could not be written.
+public enum ResultsWriterError: Error, CustomStringConvertible, Equatable {
+    case cannotCreateFolder(path: String, reason: String)
+    case cannotWriteFile(path: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .cannotCreateFolder(let path, let reason): "cannot create results folder \(path): \(reason)"
+        case .cannotWriteFile(let path, let reason): "cannot write \(path): \(reason)"
+        }
+    }
+}
+
+/// Whether a latency is measured from the intended send time (coordinated omission corrected) or not.
+public enum LatencyCorrectionKind: String, Sendable {
+    case corrected
+    case uncorrected
+    /// Connection set-up times: nothing was scheduled, so there is nothing to correct.
+    case notApplicable = "not_applicable"
+}
+
+extension LatencyMetric {
+    /// How this metric relates to coordinated omission (the exhaustive switch forces a decision for new metrics).
+    public var correction: LatencyCorrectionKind {
+        switch self {
+        case .roundTrip, .fanout: .corrected
+        case .roundTripUncorrected, .fanoutUncorrected: .uncorrected
+        case .tcpConnect, .upgrade: .notApplicable
+        }
+    }
+
+    /// The same measurement taken from the actual send time, for corrected metrics.
+    public var uncorrectedTwin: LatencyMetric? {
+        switch self {
+        case .roundTrip: .roundTripUncorrected
+        case .fanout: .fanoutUncorrected
+        case .roundTripUncorrected, .fanoutUncorrected, .tcpConnect, .upgrade: nil
+        }
+    }
+}

@@ -1,0 +1,99 @@
+/// A validated load scenario: what to connect to, how many clients, and what they do.
+///
+/// Built only by `ScenarioLoader`, which checks every field and reports problems with the
+/// file, line and field name, so the engine can trust every value here.
+public struct Scenario: Sendable, Equatable {
+    /// Name used in the results folder (`results/<name>-<UTC timestamp>/`).
+    public var name: String
+    /// Path of the file it was loaded from ("" when built in code).
+    public var file: String
+    public var target: Target
+    public var workload: Workload
+    /// Number of simulated clients.
+    public var clients: Int
+    /// New connections opened per second during ramp-up.
+    public var connectRate: Double
+    /// Length of the message phase, after every client has connected (or failed to).
+    public var durationSeconds: Double
+    public var message: MessageSpec
+    public var loadModel: LoadModel
+    /// Closed model only: pause between receiving one's own echo and sending the next message.
+    public var thinkTimeSeconds: Double
+    /// Seed for everything random in the run (user names, masking keys, start offsets).
+    public var seed: UInt64
+    /// After the message phase: how long to wait for outstanding echoes and broadcasts.
+    public var drainSeconds: Double
+    public var connectTimeoutSeconds: Double
+    /// Extra headers sent with the WebSocket upgrade request.
+    public var headers: [Header]
+    /// Optional `Sec-WebSocket-Protocol` to request.
+    public var subprotocol: String?
+    /// Largest WebSocket message accepted before the connection is failed with 1009.
+    public var maxMessageBytes: Int
+    /// Loopback source addresses to spread connections over (beyond ~28k per address).
+    public var sourceAddresses: [String]
+
+    public struct Header: Sendable, Equatable {
+        public var name: String
+        public var value: String
+        public init(name: String, value: String) { self.name = name; self.value = value }
+    }
+
+    public init(
+        name: String, file: String = "", target: Target, workload: Workload = .chat, clients: Int,
+        connectRate: Double, durationSeconds: Double, message: MessageSpec, loadModel: LoadModel = .open,
+        thinkTimeSeconds: Double = 0, seed: UInt64 = 1, drainSeconds: Double = 5, connectTimeoutSeconds: Double = 10,
+        headers: [Header] = [], subprotocol: String? = nil, maxMessageBytes: Int = 1 << 20, sourceAddresses: [String] = []
+    ) {
+        self.name = name; self.file = file; self.target = target; self.workload = workload
+        self.clients = clients; self.connectRate = connectRate; self.durationSeconds = durationSeconds
+        self.message = message; self.loadModel = loadModel; self.thinkTimeSeconds = thinkTimeSeconds
+        self.seed = seed; self.drainSeconds = drainSeconds; self.connectTimeoutSeconds = connectTimeoutSeconds
+        self.headers = headers; self.subprotocol = subprotocol; self.maxMessageBytes = maxMessageBytes
+        self.sourceAddresses = sourceAddresses
+    }
+}
+
+/// Where the load goes. Only loopback addresses are accepted (see `ScenarioLoader`).
+public enum Target: Sendable, Equatable {
+    /// The reference server, started in the same process on its own event loop.
+    case embedded
+    /// `ws://host:port/path` on a loopback address.
+    case webSocket(url: WebSocketURL)
+}
+
+/// A parsed `ws://` URL whose host is a loopback literal or `localhost`.
+public struct WebSocketURL: Sendable, Equatable, CustomStringConvertible {
+    /// Host as written (`127.0.0.1`, `localhost`, `[::1]` is stored as `::1`).
+    public var host: String
+    public var port: Int
+    /// Path and query, starting with `/`.
+    public var path: String
+    public init(host: String, port: Int, path: String) { self.host = host; self.port = port; self.path = path }
+    public var description: String {
+        let h = host.contains(":") ? "[\(host)]" : host
+        return "ws://\(h):\(port)\(path)"
+    }
+}
+
+public enum Workload: String, Sendable, Equatable, CaseIterable {
+    /// The WebSocket chat client of workloads.md §2.
+    case chat
+}
+
+public enum LoadModel: String, Sendable, Equatable, CaseIterable {
+    /// Messages at scheduled (intended) times; latency from the intended time.
+    case open
+    /// Each client sends its next message after its own echo plus the think time.
+    case closed
+}
+
+public struct MessageSpec: Sendable, Equatable {
+    /// Open model: messages per second across all clients.
+    public var ratePerSecond: Double
+    /// Size in bytes of the `message` text (padded); at least `MessageSpec.minimumSize`.
+    public var size: Int
+    public init(ratePerSecond: Double, size: Int) { self.ratePerSecond = ratePerSecond; self.size = size }
+    /// Room for the metadata the chat workload puts in the text (sender, sequence, timestamps).
+    public static let minimumSize = 64
+}

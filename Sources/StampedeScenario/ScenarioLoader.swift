@@ -1,0 +1,781 @@
+import Foundation
+import Yams
+
+/// Reads scenario files (YAML) into validated `Scenario` values.
+///
+/// Every problem, from a YAML syntax error to a misspelt key or an out-of-range number, becomes a
+/// `ScenarioError` that names the file, the line and column, and the field, so users can fix the
+/// file without guessing. Targets are restricted to loopback addresses: Stampede never sends load
+/// to another machine.
+public enum ScenarioLoader {
+    /// Loads and validates a scenario file.
+    ///
+    /// - Parameter path: Path of a YAML scenario file; it is stored, as given, in `Scenario.file`.
+    /// - Throws: `ScenarioError` when the file cannot be read (line 0) or is not a valid scenario.
+    public static func load(path: String) throws(ScenarioError) -> Scenario {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw ScenarioError(file: path, line: 0, message: "cannot read scenario file: \(readFailureReason(error, path: path))")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ScenarioError(file: path, line: 0, message: "cannot read scenario file: it is not valid UTF-8 text")
+        }
+        return try parse(yaml: text, file: path)
+    }
+
+    /// Parses and validates the YAML text of a scenario.
+    ///
+    /// - Parameters:
+    ///   - yaml: The scenario as YAML text.
+    ///   - file: Used in error messages, as the default scenario name (its base name without
+    ///     extension) and stored in `Scenario.file`.
+    /// - Throws: `ScenarioError` naming the line, column and field of the first problem found.
+    public static func parse(yaml: String, file: String) throws(ScenarioError) -> Scenario {
+        // Some editors start UTF-8 files with a byte order mark, which libyaml rejects inside a String.
+        let yaml = yaml.unicodeScalars.first == "\u{FEFF}" ? String(yaml.unicodeScalars.dropFirst()) : yaml
+        let document: Node?
+        do {
+            document = try Yams.compose(yaml: yaml)
+        } catch let error as YamlError {
+            throw syntaxError(error, file: file, yaml: yaml)
+        } catch {
+            throw ScenarioError(file: file, line: 1, message: "invalid YAML: \(error)")
+        }
+        guard let document else {
+            throw ScenarioError(
+                file: file, line: 1,
+                message: "the scenario is empty: it needs at least 'target', 'clients' and 'duration'")
+        }
+        return try Reader(file: file).scenario(from: document)
+    }
+
+    private static func readFailureReason(_ error: any Error, path: String) -> String {
+        var isDirectory: ObjCBool = false
+        if !FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            return "no such file"
+        }
+        if isDirectory.boolValue {
+            return "it is a directory"
+        }
+        let nsError = error as NSError
+        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain,
+            let message = strerror(Int32(underlying.code))
+        {
+            return String(cString: message)
+        }
+        return nsError.localizedDescription
+    }
+
+    private static func syntaxError(_ error: YamlError, file: String, yaml: String) -> ScenarioError {
+        switch error {
+        case .scanner(let context, let problem, let mark, _),
+            .parser(let context, let problem, let mark, _),
+            .composer(let context, let problem, let mark, _):
+            var message = "invalid YAML: \(problem)"
+            if case .composer = error, problem == "but found another document" {
+                message = "invalid YAML: a scenario file holds a single document, but a second one starts here"
+            } else if let context {
+                message += " (\(context.text) at line \(context.mark.line))"
+            }
+            if line(mark.line, of: yaml).contains("\t") {
+                message += "; YAML does not allow tabs for indentation, use spaces"
+            }
+            return ScenarioError(file: file, line: mark.line, column: mark.column, message: message)
+        case .reader(let problem, let offset, _, _):
+            let (line, column) = offset.map { position(ofCharacterOffset: $0, in: yaml) } ?? (1, 0)
+            return ScenarioError(file: file, line: line, column: column, message: "invalid YAML: \(problem)")
+        case .duplicatedKeysInMapping(let duplicates, let context):
+            // Yams reports the first occurrence of the first duplicated key, without its parent path.
+            let key = duplicates.first ?? ""
+            return ScenarioError(
+                file: file, line: context.mark.line, column: context.mark.column, field: key,
+                message: "given more than once (each field may appear only once in a mapping)")
+        default:
+            return ScenarioError(file: file, line: 1, message: "invalid YAML: \(error)")
+        }
+    }
+
+    private static func line(_ number: Int, of text: String) -> Substring {
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        return lines.indices.contains(number - 1) ? lines[number - 1] : ""
+    }
+
+    private static func position(ofCharacterOffset offset: Int, in text: String) -> (line: Int, column: Int) {
+        var line = 1
+        var column = 1
+        for character in text.prefix(offset) {
+            if character == "\n" {
+                line += 1
+                column = 1
+            } else {
+                column += 1
+            }
+        }
+        return (line, column)
+    }
+}
+
+/// A problem with a scenario file, located as precisely as possible.
+///
+/// `description` reads like a compiler diagnostic:
+/// `scenarios/x.yaml:7:3: field 'message.rate': expected a number ≥ 0, got 'fast'`.
+public struct ScenarioError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The scenario file's path as given (`Scenario.file`).
+    public var file: String
+    /// 1-based line of the offending key or value; 0 when unknown (e.g. the file is unreadable).
+    public var line: Int
+    /// 1-based column; 0 when unknown.
+    public var column: Int
+    /// Dotted path of the field, e.g. `message.rate`; "" for problems with the file as a whole.
+    public var field: String
+    /// What is wrong and, where possible, what is expected instead.
+    public var message: String
+
+    public init(file: String, line: Int, column: Int = 0, field: String = "", message: String) {
+        self.file = file
+        self.line = line
+        self.column = column
+        self.field = field
+        self.message = message
+    }
+
+    public var description: String {
+        var text = file.isEmpty ? "<scenario>" : file
+        if line > 0 {
+            text += ":\(line)"
+            if column > 0 {
+                text += ":\(column)"
+            }
+        }
+        text += ": "
+        if !field.isEmpty {
+            text += "field '\(field)': "
+        }
+        return text + message
+    }
+}
+
+// MARK: - Reading the document
+
+private enum Keys {
+    static let topLevel = [
+        "name", "target", "workload", "clients", "connect_rate", "duration", "message", "load_model", "think_time",
+        "seed", "drain", "connect_timeout", "headers", "subprotocol", "max_message_size", "source_addresses",
+    ]
+    static let message = ["rate", "size"]
+}
+
+private enum Limits {
+    static let clients = 1...1_000_000
+    static let messageSize = MessageSpec.minimumSize...16_777_216
+    static let maxMessageBytes = 125...1_073_741_824
+    // Upper bounds keep later arithmetic (nanosecond timestamps, message counts) far from overflow.
+    static let durationSeconds = 7.0 * 24 * 3600
+    static let connectRate = 1_000_000.0
+    static let messageRate = 10_000_000.0
+    static let nameLength = 100
+}
+
+/// Headers the WebSocket handshake writes itself (a second copy would make the request invalid),
+/// lowercased, with a hint to append to the error.
+private let reservedHeaders: [String: String] = [
+    "host": "", "upgrade": "", "connection": "", "sec-websocket-key": "", "sec-websocket-version": "",
+    "sec-websocket-extensions": "", "content-length": "", "transfer-encoding": "",
+    "sec-websocket-protocol": " (use the 'subprotocol' field instead)",
+]
+
+/// The keys of one YAML mapping, checked against the keys it may contain.
+private struct Fields {
+    /// Dotted path of the mapping itself; "" at the top level.
+    let path: String
+    private var values: [String: Node] = [:]
+
+    init(_ mapping: Node.Mapping, path: String, known: [String], reader: Reader) throws(ScenarioError) {
+        self.path = path
+        for (keyNode, value) in mapping {
+            guard case .scalar(let scalar) = keyNode, !isNull(keyNode) else {
+                throw reader.error(at: keyNode, field: path, "expected a field name, got \(describe(keyNode))")
+            }
+            let key = scalar.string
+            guard known.contains(key) else {
+                var message = "unknown field '\(key)'"
+                if let suggestion = closestKey(to: key, in: known) {
+                    message += "; did you mean '\(suggestion)'?"
+                } else {
+                    message += " (known fields: \(known.joined(separator: ", ")))"
+                }
+                throw reader.error(at: keyNode, field: fieldPath(key), message)
+            }
+            values[key] = value
+        }
+    }
+
+    subscript(key: String) -> Node? { values[key] }
+
+    func fieldPath(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+}
+
+/// Turns the composed YAML tree into a `Scenario`, throwing at the first invalid value.
+private struct Reader {
+    let file: String
+
+    func error(at node: Node, field: String, _ message: String) -> ScenarioError {
+        ScenarioError(file: file, line: node.mark?.line ?? 0, column: node.mark?.column ?? 0, field: field, message: message)
+    }
+
+    func scenario(from root: Node) throws(ScenarioError) -> Scenario {
+        guard case .mapping(let mapping) = root else {
+            throw error(
+                at: root, field: "", "expected a mapping of scenario fields (like 'clients: 100'), got \(describe(root))")
+        }
+        let fields = try Fields(mapping, path: "", known: Keys.topLevel, reader: self)
+
+        let name: String
+        if let node = fields["name"] {
+            name = try scenarioName(node)
+        } else {
+            name = try defaultName()
+        }
+        let target = try targetValue(try required("target", in: fields))
+        var workload = Workload.chat
+        if let node = fields["workload"] {
+            workload = try choice(node, field: "workload")
+        }
+        let clients = try integer(try required("clients", in: fields), field: "clients", in: Limits.clients)
+        var connectRate = 1000.0
+        if let node = fields["connect_rate"] {
+            connectRate = try number(node, field: "connect_rate", above: 0, maximum: Limits.connectRate)
+        }
+        let duration = try duration(try required("duration", in: fields), field: "duration", allowZero: false)
+        let message = try messageSpec(fields["message"])
+        var loadModel = LoadModel.open
+        if let node = fields["load_model"] {
+            loadModel = try choice(node, field: "load_model")
+        }
+        var thinkTime = 0.0
+        if let node = fields["think_time"] {
+            thinkTime = try self.duration(node, field: "think_time", allowZero: true)
+        }
+        var seed: UInt64 = 1
+        if let node = fields["seed"] {
+            seed = try seedValue(node)
+        }
+        var drain = 5.0
+        if let node = fields["drain"] {
+            drain = try self.duration(node, field: "drain", allowZero: true)
+        }
+        var connectTimeout = 10.0
+        if let node = fields["connect_timeout"] {
+            connectTimeout = try self.duration(node, field: "connect_timeout", allowZero: false)
+        }
+        let headers = try headerList(fields["headers"])
+        var subprotocol: String?
+        if let node = fields["subprotocol"] {
+            let value = try string(node, field: "subprotocol", expecting: "a subprotocol name")
+            guard !value.isEmpty, value.unicodeScalars.allSatisfy(isTokenCharacter) else {
+                throw error(
+                    at: node, field: "subprotocol",
+                    "expected a subprotocol name made of letters, digits and !#$%&'*+-.^_`|~, got \(describe(node))")
+            }
+            subprotocol = value
+        }
+        var maxMessageBytes = 1 << 20
+        if let node = fields["max_message_size"] {
+            maxMessageBytes = try byteSize(node, field: "max_message_size", in: Limits.maxMessageBytes)
+        }
+        if message.size > maxMessageBytes {
+            // Point at whichever of the two the user wrote; max_message_size is given whenever it is below 128.
+            let sizeNode = fields["message"]?.mapping?["size"]
+            let (node, field) = sizeNode.map { ($0, "message.size") } ?? (fields["max_message_size"] ?? root, "max_message_size")
+            throw error(
+                at: node, field: field,
+                "message.size (\(message.size) bytes) is larger than max_message_size (\(maxMessageBytes) bytes), "
+                    + "so every message would be refused: raise max_message_size or lower message.size")
+        }
+        let sourceAddresses = try sourceAddressList(fields["source_addresses"])
+
+        return Scenario(
+            name: name, file: file, target: target, workload: workload, clients: clients, connectRate: connectRate,
+            durationSeconds: duration, message: message, loadModel: loadModel, thinkTimeSeconds: thinkTime, seed: seed,
+            drainSeconds: drain, connectTimeoutSeconds: connectTimeout, headers: headers, subprotocol: subprotocol,
+            maxMessageBytes: maxMessageBytes, sourceAddresses: sourceAddresses)
+    }
+
+    /// Only top-level fields are required; a missing one is reported at line 1 because the
+    /// mapping itself may start below a comment header.
+    private func required(_ key: String, in fields: Fields) throws(ScenarioError) -> Node {
+        guard let node = fields[key] else {
+            throw ScenarioError(file: file, line: 1, field: fields.fieldPath(key), message: "missing required field '\(key)'")
+        }
+        return node
+    }
+
+    // MARK: Fields
+
+    private func scenarioName(_ node: Node) throws(ScenarioError) -> String {
+        let name = try string(node, field: "name", expecting: "a name")
+        guard isValidName(name) else {
+            throw error(
+                at: node, field: "name",
+                "expected a name of 1 to \(Limits.nameLength) letters, digits, '.', '_' or '-', got \(describe(node))")
+        }
+        return name
+    }
+
+    private func defaultName() throws(ScenarioError) -> String {
+        guard !file.isEmpty else { return "scenario" }
+        var base = Substring(file.split(separator: "/").last ?? "")
+        if let dot = base.lastIndex(of: "."), dot != base.startIndex {
+            base = base[..<dot]
+        }
+        guard isValidName(base) else {
+            throw ScenarioError(
+                file: file, line: 1, field: "name",
+                message: "the file name '\(base)' is not a valid scenario name (letters, digits, '.', '_' and '-' only); "
+                    + "add a 'name:' field")
+        }
+        return String(base)
+    }
+
+    private func isValidName(_ name: some StringProtocol) -> Bool {
+        !name.isEmpty && name.count <= Limits.nameLength
+            && name.unicodeScalars.allSatisfy { $0.isASCII && (isAlphanumeric($0) || "._-".unicodeScalars.contains($0)) }
+    }
+
+    private func targetValue(_ node: Node) throws(ScenarioError) -> Target {
+        let text = try string(node, field: "target", expecting: "'embedded' or a ws://HOST:PORT/PATH URL")
+        switch parseTarget(text) {
+        case .success(let target): return target
+        case .failure(let problem): throw error(at: node, field: "target", problem.message)
+        }
+    }
+
+    private func messageSpec(_ node: Node?) throws(ScenarioError) -> MessageSpec {
+        var spec = MessageSpec(ratePerSecond: 10, size: 128)
+        guard let node, !isNull(node) else { return spec }
+        guard case .mapping(let mapping) = node else {
+            throw error(at: node, field: "message", "expected a mapping with 'rate' and/or 'size', got \(describe(node))")
+        }
+        let fields = try Fields(mapping, path: "message", known: Keys.message, reader: self)
+        if let rate = fields["rate"] {
+            spec.ratePerSecond = try number(rate, field: "message.rate", atLeast: 0, maximum: Limits.messageRate)
+        }
+        if let size = fields["size"] {
+            spec.size = try byteSize(size, field: "message.size", in: Limits.messageSize)
+        }
+        return spec
+    }
+
+    private func seedValue(_ node: Node) throws(ScenarioError) -> UInt64 {
+        guard case .scalar(let scalar) = node, node.tag.rawValue == Tag.Name.int.rawValue,
+            let seed = UInt64.construct(from: scalar)
+        else {
+            throw error(at: node, field: "seed", "expected an integer from 0 to \(UInt64.max), got \(describe(node))")
+        }
+        return seed
+    }
+
+    private func headerList(_ node: Node?) throws(ScenarioError) -> [Scenario.Header] {
+        guard let node, !isNull(node) else { return [] }
+        guard case .mapping(let mapping) = node else {
+            throw error(at: node, field: "headers", "expected a mapping of header names to values, got \(describe(node))")
+        }
+        var headers: [Scenario.Header] = []
+        var seen: [String: Int] = [:]
+        for (keyNode, valueNode) in mapping {
+            guard case .scalar(let key) = keyNode, !isNull(keyNode) else {
+                throw error(at: keyNode, field: "headers", "expected a header name, got \(describe(keyNode))")
+            }
+            let name = key.string
+            let field = "headers.\(name)"
+            guard !name.isEmpty, name.unicodeScalars.allSatisfy(isTokenCharacter) else {
+                throw error(
+                    at: keyNode, field: field,
+                    "expected a header name made of letters, digits and !#$%&'*+-.^_`|~, got \(describe(keyNode))")
+            }
+            let lowercased = name.lowercased()
+            if let hint = reservedHeaders[lowercased] {
+                throw error(at: keyNode, field: field, "header '\(name)' is set by Stampede itself\(hint)")
+            }
+            if let line = seen[lowercased] {
+                throw error(
+                    at: keyNode, field: field,
+                    "header '\(name)' is already given at line \(line) (header names are case-insensitive)")
+            }
+            seen[lowercased] = keyNode.mark?.line ?? 0
+            let value = try string(valueNode, field: field, expecting: "a header value (use \"\" for an empty one)")
+            guard !value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) else {
+                throw error(at: valueNode, field: field, "a header value cannot contain line breaks or NUL characters")
+            }
+            headers.append(Scenario.Header(name: name, value: value))
+        }
+        return headers
+    }
+
+    private func sourceAddressList(_ node: Node?) throws(ScenarioError) -> [String] {
+        guard let node, !isNull(node) else { return [] }
+        guard case .sequence(let sequence) = node else {
+            throw error(
+                at: node, field: "source_addresses",
+                "expected a list of IPv4 loopback addresses like [127.0.0.1, 127.0.0.2], got \(describe(node))")
+        }
+        var addresses: [String] = []
+        var seen: [String: Int] = [:]
+        for (index, item) in sequence.enumerated() {
+            let field = "source_addresses[\(index)]"
+            guard case .scalar(let scalar) = item, let octets = parseIPv4(scalar.string), octets[0] == 127 else {
+                throw error(at: item, field: field, "expected an IPv4 loopback address (127.0.0.0/8), got \(describe(item))")
+            }
+            let address = scalar.string
+            if let line = seen[address] {
+                throw error(at: item, field: field, "address \(address) is already listed at line \(line)")
+            }
+            seen[address] = item.mark?.line ?? 0
+            addresses.append(address)
+        }
+        return addresses
+    }
+
+    // MARK: Value kinds
+
+    /// Any non-null scalar, as written: `name: 2024` is the name "2024".
+    private func string(_ node: Node, field: String, expecting expectation: String) throws(ScenarioError) -> String {
+        guard case .scalar(let scalar) = node, !isNull(node) else {
+            throw error(at: node, field: field, "expected \(expectation), got \(describe(node))")
+        }
+        return scalar.string
+    }
+
+    private func choice<Choice: RawRepresentable<String> & CaseIterable>(
+        _ node: Node, field: String
+    ) throws(ScenarioError) -> Choice {
+        let options = Choice.allCases.map(\.rawValue)
+        let expectation = "one of \(options.map { "'\($0)'" }.joined(separator: ", "))"
+        let text = try string(node, field: field, expecting: expectation)
+        guard let value = Choice(rawValue: text) else {
+            throw error(at: node, field: field, "expected \(expectation), got \(describe(node))")
+        }
+        return value
+    }
+
+    private func integer(_ node: Node, field: String, in range: ClosedRange<Int>) throws(ScenarioError) -> Int {
+        guard case .scalar(let scalar) = node, node.tag.rawValue == Tag.Name.int.rawValue,
+            let value = Int.construct(from: scalar), range.contains(value)
+        else {
+            throw error(
+                at: node, field: field,
+                "expected an integer from \(range.lowerBound) to \(range.upperBound), got \(describe(node))")
+        }
+        return value
+    }
+
+    private func number(_ node: Node, field: String, above minimum: Double, maximum: Double) throws(ScenarioError) -> Double {
+        try number(node, field: field, lowerBound: "> \(format(minimum))", maximum: maximum) { $0 > minimum }
+    }
+
+    private func number(_ node: Node, field: String, atLeast minimum: Double, maximum: Double) throws(ScenarioError) -> Double {
+        try number(node, field: field, lowerBound: "≥ \(format(minimum))", maximum: maximum) { $0 >= minimum }
+    }
+
+    /// The upper bound is only mentioned once exceeded: it is far above any sensible value.
+    private func number(
+        _ node: Node, field: String, lowerBound: String, maximum: Double, isAboveLowerBound: (Double) -> Bool
+    ) throws(ScenarioError) -> Double {
+        guard let value = numericValue(node), value.isFinite, isAboveLowerBound(value) else {
+            throw error(at: node, field: field, "expected a number \(lowerBound), got \(describe(node))")
+        }
+        guard value <= maximum else {
+            throw error(
+                at: node, field: field, "expected a number \(lowerBound) and ≤ \(format(maximum)), got \(describe(node))")
+        }
+        return value
+    }
+
+    /// A plain YAML int or float; quoted strings, booleans and nulls are not numbers.
+    private func numericValue(_ node: Node) -> Double? {
+        guard case .scalar(let scalar) = node else { return nil }
+        switch node.tag.rawValue {
+        case Tag.Name.int.rawValue: return Int.construct(from: scalar).map(Double.init)
+        case Tag.Name.float.rawValue: return Double.construct(from: scalar)
+        default: return nil
+        }
+    }
+
+    /// Seconds, from a number or a string such as "500ms", "1.5s", "2m" or "1h".
+    private func duration(_ node: Node, field: String, allowZero: Bool) throws(ScenarioError) -> Double {
+        let bound = allowZero ? "≥ 0" : "> 0"
+        let form = "a duration \(bound) such as 500ms, 1.5s, 2m or 1h (a bare number means seconds)"
+        let seconds: Double
+        if let number = numericValue(node) {
+            seconds = number
+        } else if case .scalar(let scalar) = node, node.tag.rawValue == Tag.Name.str.rawValue,
+            let parsed = parseDuration(scalar.string)
+        {
+            seconds = parsed
+        } else {
+            throw error(at: node, field: field, "expected \(form), got \(describe(node))")
+        }
+        guard seconds.isFinite, allowZero ? seconds >= 0 : seconds > 0 else {
+            throw error(at: node, field: field, "expected \(form), got \(describe(node))")
+        }
+        guard seconds <= Limits.durationSeconds else {
+            throw error(
+                at: node, field: field,
+                "expected a duration of at most \(format(Limits.durationSeconds / 3600))h, got \(describe(node))")
+        }
+        return seconds
+    }
+
+    /// Bytes, from an integer or a string such as "64KiB" or "1MB".
+    private func byteSize(_ node: Node, field: String, in range: ClosedRange<Int>) throws(ScenarioError) -> Int {
+        var bytes: Int?
+        if case .scalar(let scalar) = node {
+            switch node.tag.rawValue {
+            case Tag.Name.int.rawValue: bytes = Int.construct(from: scalar)
+            case Tag.Name.str.rawValue: bytes = parseByteSize(scalar.string)
+            default: bytes = nil
+            }
+        }
+        guard let bytes, range.contains(bytes) else {
+            throw error(
+                at: node, field: field,
+                "expected a size from \(range.lowerBound) to \(range.upperBound) bytes, as a number of bytes "
+                    + "or with a unit (B, KiB, MiB, GiB, KB, MB, GB), got \(describe(node))")
+        }
+        return bytes
+    }
+}
+
+// MARK: - Scalars
+
+private func isNull(_ node: Node) -> Bool {
+    node.tag.rawValue == Tag.Name.null.rawValue
+}
+
+/// How a value appears in "got ..." messages.
+private func describe(_ node: Node) -> String {
+    switch node {
+    case .mapping: return "a mapping"
+    case .sequence: return "a list"
+    case .alias: return "an alias"
+    case .scalar(let scalar):
+        if isNull(node) { return "nothing" }
+        let text = scalar.string
+        return text.count > 60 ? "'\(text.prefix(57))...'" : "'\(text)'"
+    }
+}
+
+private func format(_ value: Double) -> String {
+    value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : String(value)
+}
+
+/// A non-negative decimal such as "12" or "1.5": no sign, exponent, or digit separators.
+private func parseDecimal(_ text: some StringProtocol) -> Double? {
+    let digits = text.filter { $0 != "." }
+    guard !digits.isEmpty, digits.allSatisfy(\.isASCIIDigit), text.count - digits.count <= 1 else { return nil }
+    return Double(String(text))
+}
+
+private func parseDuration(_ text: String) -> Double? {
+    let text = text.trimmingCharacters(in: .whitespaces)
+    // "ms" must be tried before "m" and "s".
+    let units: [(suffix: String, seconds: Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
+    for unit in units where text.hasSuffix(unit.suffix) {
+        let amount = text.dropLast(unit.suffix.count).trimmingCharacters(in: .whitespaces)
+        return parseDecimal(amount).map { $0 * unit.seconds }
+    }
+    return parseDecimal(text)
+}
+
+private func parseByteSize(_ text: String) -> Int? {
+    let text = text.trimmingCharacters(in: .whitespaces)
+    // Longer suffixes first: "KiB" also ends in "B".
+    let units: [(suffix: String, bytes: Double)] = [
+        ("KiB", 1024), ("MiB", 1_048_576), ("GiB", 1_073_741_824),
+        ("KB", 1000), ("MB", 1_000_000), ("GB", 1_000_000_000), ("B", 1),
+    ]
+    var amount: Double?
+    if let unit = units.first(where: { text.hasSuffix($0.suffix) }) {
+        amount = parseDecimal(text.dropLast(unit.suffix.count).trimmingCharacters(in: .whitespaces)).map { $0 * unit.bytes }
+    } else {
+        amount = parseDecimal(text)
+    }
+    guard let amount, amount == amount.rounded(), amount < 1e15 else { return nil }
+    return Int(amount)
+}
+
+/// Dotted-quad IPv4 with no leading zeros (so "0127" can't be misread as octal).
+private func parseIPv4(_ text: String) -> [UInt8]? {
+    let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+    guard parts.count == 4 else { return nil }
+    var octets: [UInt8] = []
+    for part in parts {
+        guard (1...3).contains(part.count), part.allSatisfy(\.isASCIIDigit), part == "0" || part.first != "0",
+            let octet = UInt8(part)
+        else { return nil }
+        octets.append(octet)
+    }
+    return octets
+}
+
+/// RFC 7230 `tchar`.
+private func isTokenCharacter(_ scalar: Unicode.Scalar) -> Bool {
+    scalar.isASCII && (isAlphanumeric(scalar) || "!#$%&'*+-.^_`|~".unicodeScalars.contains(scalar))
+}
+
+private func isAlphanumeric(_ scalar: Unicode.Scalar) -> Bool {
+    ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
+}
+
+extension Character {
+    fileprivate var isASCIIDigit: Bool { isASCII && isNumber }
+}
+
+// MARK: - Targets
+
+private struct TargetProblem: Error {
+    var message: String
+    init(_ message: String) { self.message = message }
+}
+
+private let loopbackOnly =
+    "target must be a loopback address (127.0.0.0/8, ::1 or localhost): Stampede only sends load to this machine"
+
+private func parseTarget(_ text: String) -> Result<Target, TargetProblem> {
+    if text == "embedded" { return .success(.embedded) }
+    guard let schemeEnd = text.range(of: "://") else {
+        return .failure(TargetProblem("expected 'embedded' or a ws://HOST:PORT/PATH URL, got '\(text)'"))
+    }
+    let scheme = text[..<schemeEnd.lowerBound].lowercased()
+    guard scheme == "ws" else {
+        if scheme == "wss" {
+            return .failure(TargetProblem("wss:// (TLS) is not supported: use a ws:// URL"))
+        }
+        return .failure(TargetProblem("unsupported scheme '\(scheme)://': target must be 'embedded' or a ws:// URL"))
+    }
+    let rest = text[schemeEnd.upperBound...]
+    guard !rest.contains("#") else {
+        return .failure(TargetProblem("a WebSocket URL cannot have a fragment ('#...')"))
+    }
+    let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
+    let authority = rest[..<authorityEnd]
+    var path = String(rest[authorityEnd...])
+    guard !authority.contains("@") else {
+        return .failure(TargetProblem("user names and passwords ('user@') are not supported in the target URL"))
+    }
+
+    var host: Substring
+    var portText: Substring?
+    if authority.hasPrefix("[") {
+        guard let close = authority.firstIndex(of: "]") else {
+            return .failure(TargetProblem("missing ']' after the IPv6 address in the target URL"))
+        }
+        host = authority[authority.index(after: authority.startIndex)..<close]
+        let afterHost = authority[authority.index(after: close)...]
+        if afterHost.hasPrefix(":") {
+            portText = afterHost.dropFirst()
+        } else if !afterHost.isEmpty {
+            return .failure(TargetProblem("unexpected '\(afterHost)' after the host in the target URL"))
+        }
+    } else {
+        let parts = authority.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count <= 2 else {
+            return .failure(TargetProblem("IPv6 addresses must be in brackets, as in ws://[::1]:8765/"))
+        }
+        host = parts[0]
+        portText = parts.count == 2 ? parts[1] : nil
+    }
+    guard !host.isEmpty else {
+        return .failure(TargetProblem("the target URL has no host"))
+    }
+
+    var port = 80
+    if let portText {
+        guard !portText.isEmpty, portText.count <= 5, portText.allSatisfy(\.isASCIIDigit), let value = Int(portText),
+            (1...65535).contains(value)
+        else {
+            return .failure(TargetProblem("expected a port from 1 to 65535 in the target URL, got '\(portText)'"))
+        }
+        port = value
+    }
+
+    let isLoopback =
+        host.lowercased() == "localhost" || host == "::1" || parseIPv4(String(host)).map { $0[0] == 127 } == true
+    guard isLoopback else {
+        return .failure(TargetProblem(loopbackOnly))
+    }
+
+    if path.isEmpty {
+        path = "/"
+    } else if path.hasPrefix("?") {
+        path = "/" + path
+    }
+    // The path goes verbatim into the HTTP request line.
+    guard path.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
+        return .failure(TargetProblem("the target URL's path may only contain printable ASCII without spaces (percent-encode the rest)"))
+    }
+    return .success(.webSocket(url: WebSocketURL(host: String(host), port: port, path: path)))
+}
+
+// MARK: - Suggestions
+
+/// The known key closest to a misspelt one, if within two edits (camelCase is compared as snake_case).
+private func closestKey(to key: String, in known: [String]) -> String? {
+    let candidates = [key, snakeCased(key)]
+    var best: (key: String, distance: Int)?
+    for knownKey in known {
+        let distance = candidates.map { editDistance($0, knownKey) }.min() ?? Int.max
+        if distance <= 2, distance < (best?.distance ?? Int.max) {
+            best = (knownKey, distance)
+        }
+    }
+    return best?.key
+}
+
+private func snakeCased(_ text: String) -> String {
+    var result = ""
+    for character in text {
+        if character.isUppercase {
+            if !result.isEmpty { result += "_" }
+            result += character.lowercased()
+        } else {
+            result.append(character == "-" ? "_" : character)
+        }
+    }
+    return result
+}
+
+/// Levenshtein distance.
+private func editDistance(_ a: String, _ b: String) -> Int {
+    let a = Array(a)
+    let b = Array(b)
+    guard !a.isEmpty else { return b.count }
+    guard !b.isEmpty else { return a.count }
+    var previous = Array(0...b.count)
+    var current = [Int](repeating: 0, count: b.count + 1)
+    for i in 1...a.count {
+        current[0] = i
+        for j in 1...b.count {
+            let substitution = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, substitution)
+        }
+        swap(&previous, &current)
+    }
+    return previous[b.count]
+}
+
+extension ScenarioLoader {
+    /// Parses a target exactly as the `target` field is parsed (used for `--target` overrides),
+    /// with the same loopback-only rule.
+    public static func parseTarget(_ text: String) -> Result<Target, TargetError> {
+        switch StampedeScenario.parseTarget(text) {
+        case .success(let t): .success(t)
+        case .failure(let p): .failure(TargetError(message: p.message))
+        }
+    }
+
+    /// Why a target string was refused.
+    public struct TargetError: Error, Sendable { public var message: String }
+}

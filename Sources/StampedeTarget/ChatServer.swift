@@ -1,0 +1,243 @@
+import CStampedeLinux
+import StampedeLoop
+import StampedeWire
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The reference chat server of workloads.md §2 on Stampede's own event loop: a WebSocket
+/// endpoint at `/chat` that broadcasts every valid client message, with the server's `date` and
+/// `id` added, to every connected client (the sender included). Invalid JSON is dropped and counted.
+public final class ChatServer: EventLoopHandler, @unchecked Sendable {
+    public struct Statistics: Sendable, Equatable {
+        public var accepted = 0
+        public var upgraded = 0
+        public var rejectedUpgrades = 0
+        public var messagesReceived = 0
+        public var invalidMessages = 0
+        public var framesBroadcast = 0
+        public var protocolErrors = 0
+        public var open = 0
+    }
+
+    enum State { case upgrading, open, closing }
+    struct Peer {
+        var state: State = .upgrading
+        var receiver = WebSocketReceiver(role: .server, maxMessageBytes: 1 << 20)
+        /// Position in `openPeers`, for O(1) removal.
+        var openIndex = -1
+    }
+
+    public let loop: EventLoop
+    public let path: String
+    public private(set) var port: UInt16 = 0
+    public private(set) var statistics = Statistics()
+    var peers: [Peer?] = []
+    var openPeers: [ConnectionID] = []
+    var random = FastRandom.fromSystem()
+    var broadcast = ByteBuffer()
+    var dateCache = DateCache()
+
+    /// Creates the server and starts listening on `address` (port 0 picks a free port).
+    public init(loop: EventLoop, address: SocketAddress, path: String = "/chat") throws(LoopError) {
+        self.loop = loop
+        self.path = path
+        loop.handler = self
+        switch loop.listen(on: address) {
+        case .success(let (_, p)): port = p
+        case .failure(let e): throw e
+        }
+    }
+
+    /// Reads the statistics from another thread (via the loop).
+    public func statisticsSnapshot() -> Statistics {
+        loop.submitAndWait { [self] _ in statistics }
+    }
+
+    // MARK: EventLoopHandler
+
+    public func accepted(_ id: ConnectionID, listener: ConnectionID, loop: EventLoop) {
+        let i = Int(id.index)
+        if i >= peers.count { peers.append(contentsOf: repeatElement(nil, count: i + 1 - peers.count + 64)) }
+        peers[i] = Peer()
+        statistics.accepted += 1
+    }
+
+    public func connectCompleted(_ id: ConnectionID, error: Int32, loop: EventLoop) {}
+
+    public func received(_ id: ConnectionID, buffer: UnsafeMutableRawBufferPointer, loop: EventLoop) -> Int {
+        let i = Int(id.index)
+        guard i < peers.count, var peer = peers[i] else { return buffer.count }
+        var offset = 0
+        if peer.state == .upgrading {
+            switch WebSocketHandshake.parseHead(UnsafeRawBufferPointer(buffer), isResponse: false) {
+            case .needMore: return 0
+            case .invalid:
+                reject(id, status: 400, reason: "Bad Request")
+                return buffer.count
+            case .head(let head):
+                let target = head.target.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.target
+                guard target == path else {
+                    reject(id, status: 404, reason: "Not Found")
+                    return buffer.count
+                }
+                switch WebSocketHandshake.validateRequest(head) {
+                case .failure(let e):
+                    reject(id, status: e.status, reason: e.reason)
+                    return buffer.count
+                case .success(let key):
+                    WebSocketHandshake.switchingProtocols(key: key).withUnsafeBytes { loop.write(id, $0) }
+                    peer.state = .open
+                    peer.openIndex = openPeers.count
+                    openPeers.append(id)
+                    statistics.upgraded += 1
+                    statistics.open += 1
+                    offset = head.length
+                }
+            }
+        }
+        peers[i] = peer
+        while offset < buffer.count {
+            let rest = UnsafeMutableRawBufferPointer(rebasing: buffer[offset...])
+            let (event, consumed) = peers[i]!.receiver.next(rest)
+            switch event {
+            case .needMore:
+                return offset
+            case .fragment, .pong:
+                break
+            case .message(let opcode, let range):
+                if opcode == .text { relay(UnsafeRawBufferPointer(rebasing: rest[range])) }
+            case .assembledMessage(let opcode):
+                if opcode == .text {
+                    let assembled = peers[i]!.receiver.assembled
+                    assembled.withUnsafeBytes { relay($0) }
+                }
+            case .ping(let range):
+                sendFrame(id, .pong, UnsafeRawBufferPointer(rebasing: rest[range]))
+            case .close(let code, _):
+                // Echo the close and drop TCP once it is written: the server closes first (RFC 6455 §7.1.1).
+                var be = (code ?? 1000).bigEndian
+                withUnsafeBytes(of: &be) { sendFrame(id, .close, code == nil ? UnsafeRawBufferPointer(start: nil, count: 0) : $0) }
+                leave(id)
+                loop.closeAfterFlush(id)
+                return buffer.count
+            case .fail(let failure):
+                statistics.protocolErrors += 1
+                var be = failure.closeCode.bigEndian
+                withUnsafeBytes(of: &be) { sendFrame(id, .close, $0) }
+                leave(id)
+                loop.closeAfterFlush(id)
+                return buffer.count
+            }
+            offset += consumed
+            guard peers[i] != nil else { return buffer.count }
+        }
+        return offset
+    }
+
+    public func closed(_ id: ConnectionID, reason: CloseReason, loop: EventLoop) {
+        leave(id)
+    }
+
+    public func writable(_ id: ConnectionID, loop: EventLoop) {}
+    public func timerFired(token: UInt64, deadline: UInt64, loop: EventLoop) {}
+
+    // MARK: Chat
+
+    func reject(_ id: ConnectionID, status: Int, reason: String) {
+        statistics.rejectedUpgrades += 1
+        WebSocketHandshake.errorResponse(status: status, reason: reason).withUnsafeBytes { loop.write(id, $0) }
+        peers[Int(id.index)] = nil
+        loop.closeAfterFlush(id)
+    }
+
+    func leave(_ id: ConnectionID) {
+        let i = Int(id.index)
+        guard i < peers.count, let peer = peers[i] else { return }
+        if peer.openIndex >= 0 {
+            let last = openPeers.removeLast()
+            if peer.openIndex < openPeers.count {
+                openPeers[peer.openIndex] = last
+                peers[Int(last.index)]?.openIndex = peer.openIndex
+            }
+            statistics.open -= 1
+        }
+        peers[i] = nil
+    }
+
+    func sendFrame(_ id: ConnectionID, _ opcode: WebSocketOpcode, _ payload: UnsafeRawBufferPointer) {
+        let h = WebSocketFrameCodec.headerLength(payloadLength: payload.count, masked: false)
+        loop.write(id, reserving: h + payload.count) { out in
+            let n = WebSocketFrameCodec.writeHeader(into: out, fin: true, opcode: opcode, payloadLength: payload.count, maskKey: nil)
+            if let b = payload.baseAddress { (out + n).copyMemory(from: b, byteCount: payload.count) }
+            return n + payload.count
+        }
+    }
+
+    /// Builds the broadcast frame once and queues it on every open connection.
+    func relay(_ json: UnsafeRawBufferPointer) {
+        statistics.messagesReceived += 1
+        guard let fields = ChatServerParser.parse(json) else {
+            statistics.invalidMessages += 1
+            return
+        }
+        broadcast.clear()
+        let bodyLength = 9 + DateCache.length + 8 + 36 + 13 + fields.message.count + 10 + fields.user.count + 12 + fields.userID.count + 2
+        let header = WebSocketFrameCodec.headerLength(payloadLength: bodyLength, masked: false)
+        let out = broadcast.reserve(header + bodyLength)
+        var p = WebSocketFrameCodec.writeHeader(into: out, fin: true, opcode: .text, payloadLength: bodyLength, maskKey: nil)
+        let bodyStart = p
+        func put(_ s: StaticString) { (out + p).copyMemory(from: s.utf8Start, byteCount: s.utf8CodeUnitCount); p += s.utf8CodeUnitCount }
+        func put(_ r: Range<Int>) { if let b = json.baseAddress { (out + p).copyMemory(from: b + r.lowerBound, byteCount: r.count) }; p += r.count }
+        put(#"{"date":""#)
+        p += dateCache.write(into: out + p)
+        put(#"","id":""#)
+        p += random.writeUUID(into: out + p)
+        put(#"","message":""#)
+        put(fields.message)
+        put(#"","user":""#)
+        put(fields.user)
+        put(#"","userID":""#)
+        put(fields.userID)
+        put(#""}"#)
+        precondition(p - bodyStart == bodyLength, "broadcast length mismatch")
+        broadcast.commit(p)
+        let frame = UnsafeRawBufferPointer(broadcast.readable)
+        for peer in openPeers { loop.write(peer, frame) }
+        statistics.framesBroadcast += openPeers.count
+    }
+}
+
+/// ISO 8601 UTC time with microseconds, "2026-11-21T23:59:01.123456Z": always 27 bytes, so the
+/// broadcast's length is known before it is built. The date part is formatted once per second.
+struct DateCache {
+    static let length = 27
+    var second: Int = -1
+    var prefix: [UInt8] = []
+
+    mutating func write(into out: UnsafeMutableRawPointer) -> Int {
+        let ns = cs_realtime_ns()
+        let sec = Int(ns / 1_000_000_000)
+        if sec != second {
+            second = sec
+            var t = time_t(sec)
+            var parts = tm()
+            gmtime_r(&t, &parts)
+            func pad(_ v: Int32, _ width: Int) -> String {
+                let s = String(v)
+                return String(repeating: "0", count: max(0, width - s.count)) + s
+            }
+            let text = "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
+                + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2))."
+            prefix = Array(text.utf8)
+        }
+        prefix.withUnsafeBytes { out.copyMemory(from: $0.baseAddress!, byteCount: 20) }
+        var micros = Int((ns % 1_000_000_000) / 1000)
+        for i in stride(from: 25, through: 20, by: -1) {
+            out.storeBytes(of: UInt8(48 + micros % 10), toByteOffset: i, as: UInt8.self)
+            micros /= 10
+        }
+        out.storeBytes(of: UInt8(ascii: "Z"), toByteOffset: 26, as: UInt8.self)
+        return Self.length
+    }
+}

@@ -1,0 +1,224 @@
+import StampedeLoop
+import StampedeMetrics
+import StampedeScenario
+import StampedeWire
+
+/// The WebSocket chat client of workloads.md §2 for the clients one event loop owns.
+///
+/// Every message text carries a `ChatStamp` (sender, sequence, intended and actual send time),
+/// so the sender measures its round trip from its own echo and every other client measures
+/// fan-out delivery from the broadcast, with no shared state between loops.
+public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
+    /// The part of a scenario one loop needs.
+    public struct Plan: Sendable {
+        public var totalClients: Int
+        /// Global indices of the clients on this loop.
+        public var globalIndices: [Int]
+        public var connectRate: Double
+        public var loadModel: LoadModel
+        /// Open model: total messages per second over all clients.
+        public var totalRate: Double
+        public var thinkTimeNs: UInt64
+        public var messageSize: Int
+        public var runTag: String
+
+        public init(totalClients: Int, globalIndices: [Int], connectRate: Double, loadModel: LoadModel, totalRate: Double,
+                    thinkTimeNs: UInt64, messageSize: Int, runTag: String) {
+            self.totalClients = totalClients; self.globalIndices = globalIndices; self.connectRate = connectRate
+            self.loadModel = loadModel; self.totalRate = totalRate; self.thinkTimeNs = thinkTimeNs
+            self.messageSize = messageSize; self.runTag = runTag
+        }
+    }
+
+    public enum Phase: Sendable, Equatable { case idle, rampUp, messages, draining, closing }
+
+    enum TimerKind: UInt64 { case connect = 1, send = 2 }
+
+    public let ws: WebSocketClients
+    public let plan: Plan
+    public private(set) var phase: Phase = .idle
+    var suffixes: [[UInt8]]
+    /// Next sequence number to send, per client.
+    var nextSequence: [UInt32]
+    /// Open model: sequence numbers whose intended time has come (sent or deferred).
+    var dueSequence: [UInt32]
+    /// Own messages sent and not yet echoed, per client.
+    var outstanding: [UInt32]
+    var scheduleStartNs: [UInt64]
+    var intervalNs: UInt64 = 0
+    var messagesEndNs: UInt64 = 0
+    /// Clients whose connect has not been attempted yet.
+    public private(set) var notYetStarted: Int
+    public private(set) var totalOutstanding: UInt64 = 0
+
+    public init(ws: WebSocketClients, plan: Plan) {
+        self.ws = ws
+        self.plan = plan
+        let n = plan.globalIndices.count
+        suffixes = plan.globalIndices.map { g in
+            // A stable, readable identity per client; the userID is a UUID as the chat server expects.
+            var r = FastRandom(seed: UInt64(g) &* 0x9E37_79B9 ^ 0x5EED)
+            return ChatCodec.clientSuffix(user: "\(plan.runTag)-user-\(g)", userID: r.uuidString())
+        }
+        nextSequence = Array(repeating: 0, count: n)
+        dueSequence = Array(repeating: 0, count: n)
+        outstanding = Array(repeating: 0, count: n)
+        scheduleStartNs = Array(repeating: 0, count: n)
+        notYetStarted = n
+        ws.application = self
+    }
+
+    // MARK: Phases (called by the engine on the loop thread)
+
+    /// Schedules every client's connect: global client g at `start + g / connectRate`.
+    public func beginRampUp(startNs: UInt64) {
+        phase = .rampUp
+        let spacing = 1e9 / plan.connectRate
+        for (k, g) in plan.globalIndices.enumerated() {
+            ws.schedule(at: startNs + UInt64(Double(g) * spacing), applicationToken: token(.connect, k))
+        }
+    }
+
+    /// Starts sending. Open model: client g's messages are intended at
+    /// `start + g/clients × interval + k × interval`, so the total stream is evenly spaced at the rate.
+    public func beginMessages(startNs: UInt64, endNs: UInt64) {
+        phase = .messages
+        messagesEndNs = endNs
+        switch plan.loadModel {
+        case .open:
+            guard plan.totalRate > 0 else { return }
+            intervalNs = UInt64(Double(plan.totalClients) / plan.totalRate * 1e9)
+            for (k, g) in plan.globalIndices.enumerated() where ws.state(of: k) == .open {
+                let first = startNs + UInt64(Double(intervalNs) * Double(g) / Double(plan.totalClients))
+                scheduleStartNs[k] = first
+                if first < endNs { ws.schedule(at: first, applicationToken: token(.send, k)) }
+            }
+        case .closed:
+            let spread = max(plan.thinkTimeNs, 10_000_000)
+            for k in plan.globalIndices.indices where ws.state(of: k) == .open {
+                let first = startNs + ws.random.next() % spread
+                if first < endNs { ws.schedule(at: first, applicationToken: token(.send, k)) }
+            }
+        }
+    }
+
+    /// Stops scheduling new messages; outstanding echoes may still arrive.
+    public func beginDrain() {
+        if phase == .messages || phase == .rampUp { phase = .draining }
+    }
+
+    /// Counts what is still outstanding as lost for `reason`, then closes every connection cleanly.
+    public func closeAll(lostReason: LossReason) {
+        phase = .closing
+        for k in outstanding.indices where outstanding[k] > 0 {
+            ws.metrics.lose(lostReason, UInt64(outstanding[k]))
+            totalOutstanding -= UInt64(outstanding[k])
+            outstanding[k] = 0
+        }
+        for k in plan.globalIndices.indices { ws.close(k) }
+    }
+
+    /// Clients not yet ended (connecting, open or closing).
+    public var liveClients: Int {
+        var n = 0
+        for k in plan.globalIndices.indices {
+            let s = ws.state(of: k)
+            if s != .ended && s != .idle { n += 1 }
+        }
+        return n
+    }
+
+    // MARK: Sending
+
+    @inline(__always) func token(_ kind: TimerKind, _ client: Int) -> UInt64 { kind.rawValue << 48 | UInt64(client) }
+
+    @inline(__always)
+    func sendMessage(_ k: Int, sequence: UInt32, intendedNs: UInt64) {
+        let stamp = ChatStamp(sender: UInt32(plan.globalIndices[k]), sequence: sequence, intendedNs: intendedNs, actualNs: EventLoop.now())
+        suffixes[k].withUnsafeBytes { suffix in
+            let length = ChatCodec.clientMessageLength(textSize: plan.messageSize, stamp: stamp, suffixLength: suffix.count)
+            ws.send(k, opcode: .text, length: length) { out in
+                _ = ChatCodec.writeClientMessage(into: out, stamp: stamp, textSize: plan.messageSize, suffix: suffix)
+            }
+        }
+        ws.metrics.count(.messagesSent)
+        outstanding[k] += 1
+        totalOutstanding += 1
+    }
+
+    /// Open model: sends every due message the socket has room for, each stamped with its own intended time.
+    func sendDue(_ k: Int) {
+        while nextSequence[k] < dueSequence[k] {
+            if ws.isBackedUp(k) { return }
+            let seq = nextSequence[k]
+            sendMessage(k, sequence: seq, intendedNs: scheduleStartNs[k] + UInt64(seq) * intervalNs)
+            nextSequence[k] = seq + 1
+        }
+    }
+
+    // MARK: WebSocketApplication
+
+    public func applicationTimer(token: UInt64, deadline: UInt64) {
+        let k = Int(token & 0xFFFF_FFFF_FFFF)
+        switch TimerKind(rawValue: token >> 48) {
+        case .connect:
+            notYetStarted -= 1
+            if phase == .rampUp { ws.connect(k) }
+        case .send:
+            guard phase == .messages, ws.state(of: k) == .open else { return }
+            switch plan.loadModel {
+            case .open:
+                dueSequence[k] += 1
+                if ws.isBackedUp(k) { ws.metrics.count(.sendsDeferred) }
+                sendDue(k)
+                let next = deadline + intervalNs
+                if next < messagesEndNs { ws.schedule(at: next, applicationToken: token) }
+            case .closed:
+                let seq = nextSequence[k]
+                nextSequence[k] = seq + 1
+                sendMessage(k, sequence: seq, intendedNs: deadline)
+            }
+        case nil:
+            break
+        }
+    }
+
+    public func webSocketOpened(client: Int) {}
+
+    public func webSocketReceived(client k: Int, opcode: WebSocketOpcode, payload: UnsafeRawBufferPointer) {
+        guard opcode == .text, let stamp = ChatCodec.readStamp(payload) else {
+            ws.metrics.count(.unparsedMessages)
+            return
+        }
+        let now = EventLoop.now()
+        if Int(stamp.sender) == plan.globalIndices[k] {
+            guard outstanding[k] > 0 else { ws.metrics.count(.unparsedMessages); return }
+            outstanding[k] -= 1
+            totalOutstanding -= 1
+            ws.metrics.count(.messagesDelivered)
+            ws.metrics.record(.roundTrip, nanoseconds: now &- stamp.intendedNs)
+            ws.metrics.record(.roundTripUncorrected, nanoseconds: now &- stamp.actualNs)
+            if plan.loadModel == .closed && phase == .messages {
+                let next = now + plan.thinkTimeNs
+                if next < messagesEndNs { ws.schedule(at: next, applicationToken: token(.send, k)) }
+            }
+        } else {
+            ws.metrics.count(.fanoutReceived)
+            ws.metrics.record(.fanout, nanoseconds: now &- stamp.intendedNs)
+            ws.metrics.record(.fanoutUncorrected, nanoseconds: now &- stamp.actualNs)
+        }
+    }
+
+    public func webSocketEnded(client k: Int, end: WebSocketEnd) {
+        if outstanding[k] > 0 {
+            ws.metrics.lose(.connectionClosed, UInt64(outstanding[k]))
+            totalOutstanding -= UInt64(outstanding[k])
+            outstanding[k] = 0
+        }
+    }
+
+    public func webSocketWritable(client k: Int) {
+        if phase == .messages && plan.loadModel == .open { sendDue(k) }
+    }
+}
+

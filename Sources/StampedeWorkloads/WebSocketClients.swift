@@ -1,0 +1,407 @@
+import CStampedeLinux
+import StampedeLoop
+import StampedeMetrics
+import StampedeWire
+
+/// How one simulated WebSocket connection ended. Every connection ends in exactly one of these.
+public enum WebSocketEnd: Sendable, Equatable {
+    /// Close handshake completed with 1000/1001 (or no code).
+    case closedCleanly(code: UInt16?)
+    /// The peer closed with another code.
+    case closedWithError(code: UInt16?)
+    /// Never opened: connect or upgrade failed.
+    case connectFailed(ErrorClass)
+    /// Opened, then failed (protocol error, reset, EOF without close, timeout).
+    case failed(ErrorClass)
+}
+
+/// What a workload does with its WebSocket clients. Called on the loop thread.
+public protocol WebSocketApplication: AnyObject {
+    func webSocketOpened(client: Int)
+    /// A complete message (text already UTF-8 checked). `payload` is valid only during the call.
+    func webSocketReceived(client: Int, opcode: WebSocketOpcode, payload: UnsafeRawBufferPointer)
+    func webSocketEnded(client: Int, end: WebSocketEnd)
+    /// The client's write queue drained after backpressure.
+    func webSocketWritable(client: Int)
+    func applicationTimer(token: UInt64, deadline: UInt64)
+}
+
+/// Where clients connect and how.
+public struct WebSocketEndpoint: Sendable {
+    public var address: SocketAddress
+    /// Host as written in the URL, for the Host header.
+    public var host: String
+    public var path: String
+    public var subprotocol: String?
+    public var headers: [(String, String)]
+    public var connectTimeoutNs: UInt64
+    /// Time allowed for the 101 answer once the upgrade request is sent.
+    public var upgradeTimeoutNs: UInt64
+    /// Time allowed for the peer to finish a close handshake and drop TCP.
+    public var closeTimeoutNs: UInt64
+    public var maxMessageBytes: Int
+    /// Host-order IPv4 source addresses to spread connections over; empty = kernel's choice.
+    public var sourceAddresses: [UInt32]
+
+    public init(address: SocketAddress, host: String, path: String, subprotocol: String? = nil, headers: [(String, String)] = [],
+                connectTimeoutNs: UInt64 = 10_000_000_000, upgradeTimeoutNs: UInt64 = 10_000_000_000,
+                closeTimeoutNs: UInt64 = 2_000_000_000, maxMessageBytes: Int = 1 << 20, sourceAddresses: [UInt32] = []) {
+        self.address = address; self.host = host; self.path = path; self.subprotocol = subprotocol; self.headers = headers
+        self.connectTimeoutNs = connectTimeoutNs; self.upgradeTimeoutNs = upgradeTimeoutNs; self.closeTimeoutNs = closeTimeoutNs
+        self.maxMessageBytes = maxMessageBytes; self.sourceAddresses = sourceAddresses
+    }
+}
+
+/// The WebSocket client side of RFC 6455 for many simulated clients on one event loop: connect,
+/// upgrade, frame, answer pings, close handshakes, failures. Protocol decisions come from
+/// `WebSocketReceiver`; this class carries them out on the loop and counts every outcome.
+public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
+    public enum State: UInt8, Sendable { case idle, connecting, upgrading, open, closing, ended }
+
+    struct Client {
+        var state: State = .idle
+        var connection = ConnectionID(index: .max, generation: 0)
+        /// Bumped on every connection attempt so stale timers are ignored.
+        var epoch: UInt32 = 0
+        var key = ""
+        var receiver: WebSocketReceiver
+        var connectStartNs: UInt64 = 0
+        var upgradeStartNs: UInt64 = 0
+        var closeSent = false
+        var peerCloseCode: UInt16? = nil
+        var failure: ErrorClass? = nil
+    }
+
+    public let loop: EventLoop
+    public let endpoint: WebSocketEndpoint
+    public unowned(unsafe) var application: WebSocketApplication!
+    /// This loop's measurements (shared with the application).
+    public var metrics = MetricsShard()
+    public var random: FastRandom
+    var clients: [Client] = []
+    /// Client index by connection slot index.
+    var clientBySlot: [Int32] = []
+    public private(set) var openCount = 0
+    public private(set) var inFlightConnects = 0
+
+    enum TimerKind: UInt64 { case application = 0, upgradeTimeout = 1, closeTimeout = 2 }
+
+    public init(loop: EventLoop, endpoint: WebSocketEndpoint, clientCount: Int, random: FastRandom) {
+        self.loop = loop
+        self.endpoint = endpoint
+        self.random = random
+        clients = Array(repeating: Client(receiver: WebSocketReceiver(role: .client, maxMessageBytes: endpoint.maxMessageBytes)), count: clientCount)
+        loop.handler = self
+    }
+
+    public func state(of client: Int) -> State { clients[client].state }
+    public var clientCount: Int { clients.count }
+
+    // MARK: Commands from the application
+
+    /// Opens client `client`'s connection (TCP connect, then the upgrade).
+    public func connect(_ client: Int) {
+        guard clients[client].state == .idle || clients[client].state == .ended else { return }
+        clients[client].epoch &+= 1
+        clients[client].closeSent = false
+        clients[client].peerCloseCode = nil
+        clients[client].failure = nil
+        clients[client].receiver = WebSocketReceiver(role: .client, maxMessageBytes: endpoint.maxMessageBytes)
+        metrics.count(.connectAttempts)
+        let source = endpoint.sourceAddresses.isEmpty ? nil : endpoint.sourceAddresses[client % endpoint.sourceAddresses.count]
+        clients[client].connectStartNs = EventLoop.now()
+        switch loop.connect(to: endpoint.address, from: source, timeoutNs: endpoint.connectTimeoutNs) {
+        case .failure(let error):
+            end(client, .connectFailed(Self.connectErrorClass(error.errno)))
+        case .success(let id):
+            clients[client].connection = id
+            clients[client].state = .connecting
+            inFlightConnects += 1
+            bind(id, to: client)
+        }
+    }
+
+    /// Sends one frame, masked with a fresh key; `fill` writes exactly `length` payload bytes.
+    @inline(__always)
+    public func send(_ client: Int, opcode: WebSocketOpcode, length: Int, fin: Bool = true, fill: (UnsafeMutableRawPointer) -> Void) {
+        let c = clients[client]
+        guard c.state == .open else { return }
+        let key = UInt32(truncatingIfNeeded: random.next())
+        let headerLength = WebSocketFrameCodec.headerLength(payloadLength: length, masked: true)
+        loop.write(c.connection, reserving: headerLength + length) { out in
+            let h = WebSocketFrameCodec.writeHeader(into: out, fin: fin, opcode: opcode, payloadLength: length, maskKey: key)
+            fill(out + h)
+            WebSocketFrameCodec.applyMask(UnsafeMutableRawBufferPointer(start: out + h, count: length), maskKey: key)
+            return h + length
+        }
+        metrics.count(.bytesSent, UInt64(headerLength + length))
+    }
+
+    public func send(_ client: Int, opcode: WebSocketOpcode, payload: UnsafeRawBufferPointer, fin: Bool = true) {
+        send(client, opcode: opcode, length: payload.count, fin: fin) { out in
+            if let base = payload.baseAddress { out.copyMemory(from: base, byteCount: payload.count) }
+        }
+    }
+
+    /// True while the client's socket is over its write high-water mark (defer sends).
+    public func isBackedUp(_ client: Int) -> Bool { loop.isBackedUp(clients[client].connection) }
+
+    /// Starts the close handshake (or abandons a connection that is not open yet).
+    public func close(_ client: Int, code: UInt16 = 1000) {
+        switch clients[client].state {
+        case .idle, .ended, .closing: return
+        case .connecting, .upgrading:
+            loop.close(clients[client].connection)
+            end(client, .connectFailed(.connectTimeout))
+        case .open:
+            sendClose(client, code: code)
+            clients[client].state = .closing
+            scheduleInternal(.closeTimeout, client: client, at: EventLoop.now() + endpoint.closeTimeoutNs)
+        }
+    }
+
+    /// Drops the TCP connection without a close handshake (`reset`: RST instead of FIN).
+    public func abort(_ client: Int, reset: Bool) {
+        guard clients[client].state != .idle && clients[client].state != .ended else { return }
+        loop.close(clients[client].connection, reset: reset)
+        end(client, .failed(.connectionReset))
+    }
+
+    public func schedule(at deadline: UInt64, applicationToken: UInt64) {
+        loop.schedule(at: deadline, token: applicationToken & 0x00FF_FFFF_FFFF_FFFF)
+    }
+
+    // MARK: Internals
+
+    func bind(_ id: ConnectionID, to client: Int) {
+        let i = Int(id.index)
+        if i >= clientBySlot.count { clientBySlot.append(contentsOf: repeatElement(-1, count: i + 1 - clientBySlot.count + 64)) }
+        clientBySlot[i] = Int32(client)
+    }
+
+    @inline(__always)
+    func client(for id: ConnectionID) -> Int? {
+        let i = Int(id.index)
+        guard i < clientBySlot.count else { return nil }
+        let c = Int(clientBySlot[i])
+        guard c >= 0, clients[c].connection == id, clients[c].state != .ended, clients[c].state != .idle else { return nil }
+        return c
+    }
+
+    func scheduleInternal(_ kind: TimerKind, client: Int, at deadline: UInt64) {
+        let token = kind.rawValue << 56 | UInt64(clients[client].epoch & 0xFF_FFFF) << 32 | UInt64(client)
+        loop.schedule(at: deadline, token: token)
+    }
+
+    static func connectErrorClass(_ e: Int32) -> ErrorClass {
+        switch e {
+        case ECONNREFUSED: .connectRefused
+        case ETIMEDOUT: .connectTimeout
+        default: .connectError
+        }
+    }
+
+    func sendClose(_ client: Int, code: UInt16) {
+        guard !clients[client].closeSent else { return }
+        clients[client].closeSent = true
+        var be = code.bigEndian
+        withUnsafeBytes(of: &be) { send(client, opcode: .close, payload: $0) }
+    }
+
+    func end(_ client: Int, _ outcome: WebSocketEnd) {
+        let wasOpen = clients[client].state == .open || clients[client].state == .closing
+        if clients[client].state == .connecting || clients[client].state == .upgrading { inFlightConnects -= 1 }
+        clients[client].state = .ended
+        clients[client].receiver = WebSocketReceiver(role: .client, maxMessageBytes: 0)
+        if wasOpen {
+            openCount -= 1
+            metrics.count(.disconnected)
+        }
+        switch outcome {
+        case .connectFailed(let e):
+            metrics.count(.connectFailed)
+            metrics.error(e)
+        case .failed(let e):
+            metrics.error(e)
+        case .closedWithError:
+            metrics.error(.closedWithError)
+        case .closedCleanly:
+            break
+        }
+        application.webSocketEnded(client: client, end: outcome)
+    }
+
+    /// Fails an open connection: send the close code the failure calls for, then drop TCP.
+    func fail(_ client: Int, _ failure: WebSocketFailure) {
+        let cls: ErrorClass = switch failure {
+        case .protocolError: .protocolError
+        case .invalidUTF8: .invalidUTF8
+        case .messageTooBig: .messageTooBig
+        }
+        sendClose(client, code: failure.closeCode)
+        clients[client].failure = cls
+        clients[client].state = .closing
+        // §7.1.7: after failing, the client may close TCP; waiting briefly lets the close frame reach the peer.
+        loop.shutdownWriteAfterFlush(clients[client].connection)
+        scheduleInternal(.closeTimeout, client: client, at: EventLoop.now() + endpoint.closeTimeoutNs)
+    }
+
+    // MARK: EventLoopHandler
+
+    public func connectCompleted(_ id: ConnectionID, error: Int32, loop: EventLoop) {
+        guard let c = client(for: id), clients[c].state == .connecting else { return }
+        if error != 0 {
+            end(c, .connectFailed(Self.connectErrorClass(error)))
+            return
+        }
+        let now = EventLoop.now()
+        metrics.record(.tcpConnect, nanoseconds: now - clients[c].connectStartNs)
+        clients[c].state = .upgrading
+        clients[c].upgradeStartNs = now
+        let key = WebSocketHandshake.makeKey(using: &random)
+        clients[c].key = key
+        let request = WebSocketHandshake.request(host: endpoint.host, port: Int(endpoint.address.port), path: endpoint.path,
+                                                 key: key, subprotocol: endpoint.subprotocol, headers: endpoint.headers)
+        request.withUnsafeBytes { loop.write(id, $0) }
+        metrics.count(.bytesSent, UInt64(request.count))
+        scheduleInternal(.upgradeTimeout, client: c, at: now + endpoint.upgradeTimeoutNs)
+    }
+
+    public func accepted(_ id: ConnectionID, listener: ConnectionID, loop: EventLoop) {
+        loop.close(id)  // clients never listen
+    }
+
+    public func received(_ id: ConnectionID, buffer: UnsafeMutableRawBufferPointer, loop: EventLoop) -> Int {
+        guard let c = client(for: id) else { return buffer.count }
+        metrics.count(.bytesReceived, UInt64(buffer.count))
+        var offset = 0
+        if clients[c].state == .upgrading {
+            switch WebSocketHandshake.parseHead(UnsafeRawBufferPointer(buffer), isResponse: true) {
+            case .needMore:
+                return 0
+            case .invalid:
+                loop.close(id)
+                end(c, .connectFailed(.upgradeInvalid))
+                return buffer.count
+            case .head(let head):
+                switch WebSocketHandshake.validateResponse(head, key: clients[c].key, requestedSubprotocol: endpoint.subprotocol) {
+                case .rejected(let status):
+                    metrics.upgradeStatuses[status, default: 0] += 1
+                    loop.close(id)
+                    end(c, .connectFailed(.upgradeRejected))
+                    return buffer.count
+                case .invalid:
+                    loop.close(id)
+                    end(c, .connectFailed(.upgradeInvalid))
+                    return buffer.count
+                case .accepted:
+                    metrics.record(.upgrade, nanoseconds: EventLoop.now() - clients[c].upgradeStartNs)
+                    metrics.count(.connected)
+                    clients[c].state = .open
+                    inFlightConnects -= 1
+                    openCount += 1
+                    offset = head.length
+                    application.webSocketOpened(client: c)
+                    guard self.client(for: id) != nil else { return buffer.count }
+                }
+            }
+        }
+        while offset < buffer.count {
+            let rest = UnsafeMutableRawBufferPointer(rebasing: buffer[offset...])
+            let (event, consumed) = clients[c].receiver.next(rest)
+            switch event {
+            case .needMore:
+                return offset
+            case .fragment:
+                break
+            case .message(let opcode, let range):
+                if clients[c].state == .open {
+                    application.webSocketReceived(client: c, opcode: opcode, payload: UnsafeRawBufferPointer(rebasing: rest[range]))
+                }
+            case .assembledMessage(let opcode):
+                if clients[c].state == .open {
+                    clients[c].receiver.assembled.withUnsafeBytes { application.webSocketReceived(client: c, opcode: opcode, payload: $0) }
+                }
+            case .ping(let range):
+                // §5.5.2: answer with a pong carrying the same payload.
+                send(c, opcode: .pong, payload: UnsafeRawBufferPointer(rebasing: rest[range]))
+            case .pong:
+                break
+            case .close(let code, _):
+                clients[c].peerCloseCode = code
+                if !clients[c].closeSent {
+                    // Echo the peer's code (§5.5.1); a close without a code is answered with an empty close.
+                    if let code { sendClose(c, code: code) } else {
+                        clients[c].closeSent = true
+                        send(c, opcode: .close, payload: UnsafeRawBufferPointer(start: nil, count: 0))
+                    }
+                }
+                if clients[c].state == .open { clients[c].state = .closing }
+                // The server closes TCP first (§7.1.1); we stop writing and wait for its FIN.
+                loop.shutdownWriteAfterFlush(id)
+                scheduleInternal(.closeTimeout, client: c, at: EventLoop.now() + endpoint.closeTimeoutNs)
+                return buffer.count
+            case .fail(let failure):
+                fail(c, failure)
+                return buffer.count
+            }
+            offset += consumed
+            guard self.client(for: id) != nil else { return buffer.count }
+        }
+        return offset
+    }
+
+    public func closed(_ id: ConnectionID, reason: CloseReason, loop: EventLoop) {
+        guard let c = client(for: id) else { return }
+        switch clients[c].state {
+        case .connecting, .upgrading:
+            end(c, .connectFailed(reason == .endOfFile ? .upgradeInvalid : .connectionReset))
+        case .open:
+            end(c, .failed(reason == .endOfFile ? .unexpectedEOF : reason == .reset ? .connectionReset : .ioError))
+        case .closing:
+            finishClosing(c)
+        case .idle, .ended:
+            break
+        }
+    }
+
+    func finishClosing(_ c: Int) {
+        if let failure = clients[c].failure {
+            end(c, .failed(failure))
+        } else if clients[c].peerCloseCode == nil && !clients[c].closeSent {
+            end(c, .failed(.unexpectedEOF))
+        } else if let code = clients[c].peerCloseCode, code != 1000 && code != 1001 {
+            end(c, .closedWithError(code: code))
+        } else {
+            end(c, .closedCleanly(code: clients[c].peerCloseCode))
+        }
+    }
+
+    public func writable(_ id: ConnectionID, loop: EventLoop) {
+        guard let c = client(for: id) else { return }
+        application.webSocketWritable(client: c)
+    }
+
+    public func timerFired(token: UInt64, deadline: UInt64, loop: EventLoop) {
+        let kind = TimerKind(rawValue: token >> 56) ?? .application
+        if kind == .application {
+            application.applicationTimer(token: token, deadline: deadline)
+            return
+        }
+        let c = Int(token & 0xFFFF_FFFF)
+        let epoch = UInt32((token >> 32) & 0xFF_FFFF)
+        guard c < clients.count, clients[c].epoch & 0xFF_FFFF == epoch else { return }
+        switch kind {
+        case .upgradeTimeout:
+            guard clients[c].state == .upgrading else { return }
+            loop.close(clients[c].connection)
+            end(c, .connectFailed(.upgradeTimeout))
+        case .closeTimeout:
+            guard clients[c].state == .closing else { return }
+            loop.close(clients[c].connection)
+            finishClosing(c)
+        case .application:
+            break
+        }
+    }
+}

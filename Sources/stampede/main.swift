@@ -1,0 +1,208 @@
+import ArgumentParser
+import Foundation
+import StampedeEngine
+import StampedeLoop
+import StampedeReport
+import StampedeScenario
+import StampedeTarget
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Raised by SIGINT/SIGTERM; created before the handlers are installed so the handler only stores to it.
+let interrupt = InterruptFlag()
+
+@main
+struct Stampede: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stampede",
+        abstract: "Load generator and latency profiler for real-time (WebSocket) servers.",
+        discussion: """
+            Examples:
+              stampede run scenarios/chat-broadcast.yaml
+              stampede run scenarios/chat-local-server.yaml --target ws://127.0.0.1:8765/chat
+              stampede validate scenarios/*.yaml
+              stampede serve --port 8765
+            """,
+        version: RunEngine.version,
+        subcommands: [Run.self, Serve.self, Validate.self]
+    )
+}
+
+/// Exit codes: 0 ok, 1 the run failed, 2 bad input (scenario or arguments), 130 interrupted.
+enum ExitStatus {
+    static let runFailed: Int32 = 1
+    static let badInput: Int32 = 2
+}
+
+struct Run: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run a scenario and write its results under results/.",
+        discussion: """
+            Prints a progress line every second (to stderr), a summary at the end, and, as the
+            last line on stdout, the results folder. Ctrl-C ends the run early and still writes
+            what was gathered, marked partial.
+
+            Examples:
+              stampede run scenarios/chat-broadcast.yaml
+              stampede run scenarios/chat-broadcast.yaml --clients 200 --duration 5
+              stampede run scenarios/chat-local-server.yaml --target ws://127.0.0.1:8765/chat
+            """)
+
+    @Argument(help: "Scenario file (YAML).")
+    var scenario: String
+
+    @Option(help: "Client event loops (threads). Default: one per core.")
+    var loops: Int?
+
+    @Option(help: "Folder to write results into.")
+    var results: String = "results"
+
+    @Option(help: "Override the scenario's target ('embedded' or a loopback ws:// URL).")
+    var target: String?
+
+    @Option(help: "Override the number of clients.")
+    var clients: Int?
+
+    @Option(help: "Override the message phase duration, in seconds.")
+    var duration: Double?
+
+    @Flag(help: "Plain log lines instead of a live progress line.")
+    var plain = false
+
+    @Flag(help: "No progress output.")
+    var quiet = false
+
+    func run() throws {
+        var s: Scenario
+        do { s = try ScenarioLoader.load(path: scenario) } catch {
+            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+            throw ExitCode(ExitStatus.badInput)
+        }
+        if let t = target {
+            switch ScenarioLoader.parseTarget(t) {
+            case .success(let parsed): s.target = parsed
+            case .failure(let problem):
+                FileHandle.standardError.write(Data("error: --target: \(problem.message)\n".utf8))
+                throw ExitCode(ExitStatus.badInput)
+            }
+        }
+        if let c = clients {
+            guard (1...1_000_000).contains(c) else { throw ValidationError("--clients must be from 1 to 1,000,000") }
+            s.clients = c
+        }
+        if let d = duration {
+            guard d > 0, d <= 7 * 24 * 3600 else { throw ValidationError("--duration must be > 0 seconds") }
+            s.durationSeconds = d
+        }
+        if let l = loops, !(1...256).contains(l) { throw ValidationError("--loops must be from 1 to 256") }
+
+        installSignalHandlers()
+        let style: RunOptions.ProgressStyle = quiet ? .silent : (plain || isatty(STDERR_FILENO) == 0) ? .lines : .terminal
+        var options = RunOptions(resultsRoot: URL(fileURLWithPath: results), progress: style, interrupt: interrupt)
+        if let l = loops { options.loops = l }
+        let targetText = s.target == .embedded ? "embedded target" : "\(s.target)"
+        FileHandle.standardError.write(Data("stampede \(RunEngine.version): \(s.name): \(s.clients) clients → \(targetText), \(options.loops) loop(s)\n".utf8))
+        let outcome: RunOutcome
+        do { outcome = try RunEngine(scenario: s, options: options).run() } catch {
+            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+            throw ExitCode(ExitStatus.runFailed)
+        }
+        print(SummaryText.render(outcome.summary))
+        if let fatal = outcome.record.fatalError { FileHandle.standardError.write(Data("error: \(fatal)\n".utf8)) }
+        if let e = outcome.writeError { FileHandle.standardError.write(Data("error: could not write results: \(e)\n".utf8)) }
+        if let folder = outcome.resultsFolder { print("results: \(relativePath(folder))") }
+        if outcome.exitCode != 0 { throw ExitCode(outcome.exitCode) }
+    }
+}
+
+struct Serve: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the reference chat server (workloads.md §2) on loopback.",
+        discussion: """
+            A WebSocket endpoint that broadcasts every {"message","user","userID"} it receives to
+            every connected client, with the server's "date" and "id" added.
+
+            Example:
+              stampede serve --port 8765          # then target ws://127.0.0.1:8765/chat
+            """)
+
+    @Option(help: "Loopback address to listen on.")
+    var host: String = "127.0.0.1"
+
+    @Option(help: "Port (0 picks a free one).")
+    var port: Int = 8765
+
+    @Option(help: "WebSocket path.")
+    var path: String = "/chat"
+
+    @Option(help: "Stop by itself after this many seconds (0 = until Ctrl-C).")
+    var maxSeconds: Double = 0
+
+    func run() throws {
+        guard let v4 = parseIPv4(host), v4 >> 24 == 127 else {
+            throw ValidationError("--host must be a 127.x.x.x loopback address")
+        }
+        installSignalHandlers()
+        let loop: EventLoop
+        let server: ChatServer
+        do {
+            loop = try EventLoop(index: 0)
+            server = try ChatServer(loop: loop, address: .ipv4(v4, port: UInt16(clamping: port)), path: path)
+        } catch {
+            FileHandle.standardError.write(Data("error: cannot listen on \(host):\(port): \(error)\n".utf8))
+            throw ExitCode(ExitStatus.runFailed)
+        }
+        loop.start(name: "stampede-serve")
+        print("listening on ws://\(host):\(server.port)\(path)")
+        fflush(nil)
+        let start = Date()
+        while !interrupt.isRaised && (maxSeconds <= 0 || Date().timeIntervalSince(start) < maxSeconds) {
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        let stats = server.statisticsSnapshot()
+        loop.stop()
+        loop.join()
+        print("served: \(stats.upgraded) connections, \(stats.messagesReceived) messages received, \(stats.framesBroadcast) frames broadcast, \(stats.invalidMessages) invalid")
+    }
+}
+
+struct Validate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check scenario files without running them (exit 2 on the first bad file).",
+        discussion: "Example:\n  stampede validate scenarios/*.yaml")
+
+    @Argument(help: "Scenario files.")
+    var files: [String]
+
+    func run() throws {
+        var failed = false
+        for f in files {
+            do {
+                let s = try ScenarioLoader.load(path: f)
+                print("\(f): ok (\(s.workload.rawValue), \(s.clients) clients, \(s.target == .embedded ? "embedded" : "\(s.target)"))")
+            } catch {
+                FileHandle.standardError.write(Data("\(error)\n".utf8))
+                failed = true
+            }
+        }
+        if failed { throw ExitCode(ExitStatus.badInput) }
+    }
+}
+
+func installSignalHandlers() {
+    _ = interrupt.isRaised
+    let handler: @convention(c) (Int32) -> Void = { _ in
+        if interrupt.isRaised { _exit(130) }  // a second Ctrl-C does not wait
+        interrupt.raise()
+    }
+    signal(SIGINT, handler)
+    signal(SIGTERM, handler)
+    signal(SIGPIPE, SIG_IGN)
+}
+
+func relativePath(_ url: URL) -> String {
+    let cwd = FileManager.default.currentDirectoryPath
+    let p = url.standardizedFileURL.path
+    return p.hasPrefix(cwd + "/") ? String(p.dropFirst(cwd.count + 1)) : p
+}
