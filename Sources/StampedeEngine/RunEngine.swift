@@ -120,6 +120,7 @@ public final class RunEngine {
         var lossReason = LossReason.timedOut
 
         if openAtStart == 0 && partialReason == nil {
+            _ = collectInterval(final: true)  // bring the connect errors into the totals for the message
             fatal = "no client could connect to \(targetDescription(endpoint)): " + describeConnectErrors()
         } else if partialReason == nil {
             // Phase 2: messages.

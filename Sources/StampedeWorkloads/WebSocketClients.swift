@@ -70,6 +70,8 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
         var closeSent = false
         var peerCloseCode: UInt16? = nil
         var failure: ErrorClass? = nil
+        /// Request path for this connection when it differs from the endpoint's.
+        var path: String? = nil
     }
 
     public let loop: EventLoop
@@ -99,9 +101,10 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
 
     // MARK: Commands from the application
 
-    /// Opens client `client`'s connection (TCP connect, then the upgrade).
-    public func connect(_ client: Int) {
+    /// Opens client `client`'s connection (TCP connect, then the upgrade), optionally to another path.
+    public func connect(_ client: Int, path: String? = nil) {
         guard clients[client].state == .idle || clients[client].state == .ended else { return }
+        clients[client].path = path
         clients[client].epoch &+= 1
         clients[client].closeSent = false
         clients[client].peerCloseCode = nil
@@ -260,7 +263,7 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
         clients[c].upgradeStartNs = now
         let key = WebSocketHandshake.makeKey(using: &random)
         clients[c].key = key
-        let request = WebSocketHandshake.request(host: endpoint.host, port: Int(endpoint.address.port), path: endpoint.path,
+        let request = WebSocketHandshake.request(host: endpoint.host, port: Int(endpoint.address.port), path: clients[c].path ?? endpoint.path,
                                                  key: key, subprotocol: endpoint.subprotocol, headers: endpoint.headers)
         request.withUnsafeBytes { loop.write(id, $0) }
         metrics.count(.bytesSent, UInt64(request.count))

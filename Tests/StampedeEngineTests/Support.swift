@@ -1,0 +1,173 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The repository root (the folder holding Package.swift), found from this file's path.
+let repositoryRoot: URL = {
+    var url = URL(fileURLWithPath: #filePath).resolvingSymlinksInPath().deletingLastPathComponent()
+    while url.path != "/" {
+        if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { return url }
+        url = url.deletingLastPathComponent()
+    }
+    fatalError("Package.swift not found above \(#filePath)")
+}()
+
+/// The built `stampede` executable: it sits next to the test bundle in the build folder.
+let stampedeBinary: URL = {
+    let exe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    var dir = exe.deletingLastPathComponent()
+    for _ in 0..<4 {
+        let candidate = dir.appendingPathComponent("stampede")
+        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        dir = dir.deletingLastPathComponent()
+    }
+    return repositoryRoot.appendingPathComponent(".build/debug/stampede")
+}()
+
+struct PeerError: Error, CustomStringConvertible {
+    var description: String
+    init(_ d: String) { description = d }
+}
+
+/// Creates (once) the named Python venv of Tests/peers and returns its python.
+func peerPython(_ name: String) throws -> String {
+    let result = try runProcess("/bin/bash", [repositoryRoot.appendingPathComponent("Tests/peers/ensure-venv.sh").path, name], timeout: 600)
+    guard result.status == 0, let last = result.stdout.split(separator: "\n").last else {
+        throw PeerError("ensure-venv.sh \(name) failed (\(result.status)): \(result.stderr.suffix(2000))")
+    }
+    return String(last)
+}
+
+struct ProcessResult {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+/// Runs a command to completion, killing it after `timeout` seconds.
+func runProcess(_ executable: String, _ arguments: [String], timeout: Double, cwd: URL? = nil) throws -> ProcessResult {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: executable)
+    p.arguments = arguments
+    if let cwd { p.currentDirectoryURL = cwd }
+    let out = Pipe(), err = Pipe()
+    p.standardOutput = out
+    p.standardError = err
+    p.standardInput = FileHandle.nullDevice
+    try p.run()
+    let collected = CollectedOutput()
+    let readers = DispatchGroup()
+    for (index, pipe) in [out, err].enumerated() {
+        readers.enter()
+        Thread.detachNewThread {
+            let d = pipe.fileHandleForReading.readDataToEndOfFile()
+            collected.set(index, d)
+            readers.leave()
+        }
+    }
+    let deadline = Date().addingTimeInterval(timeout)
+    while p.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+    if p.isRunning { p.terminate(); Thread.sleep(forTimeInterval: 0.5); if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
+    p.waitUntilExit()
+    readers.wait()
+    return ProcessResult(status: p.terminationStatus,
+                         stdout: String(decoding: collected.get(0), as: UTF8.self),
+                         stderr: String(decoding: collected.get(1), as: UTF8.self))
+}
+
+final class CollectedOutput: Sendable {
+    let data = Mutex<[Data]>([Data(), Data()])
+    func set(_ i: Int, _ d: Data) { data.withLock { $0[i] = d } }
+    func get(_ i: Int) -> Data { data.withLock { $0[i] } }
+}
+
+/// A long-running peer process (a Python server, a fuzzing server) that is always stopped.
+final class BackgroundProcess: @unchecked Sendable {
+    let process = Process()
+    let lines = Mutex<[String]>([])
+    let errors = Mutex<String>("")
+
+    init(_ executable: String, _ arguments: [String], cwd: URL? = nil) throws {
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if let cwd { process.currentDirectoryURL = cwd }
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        Thread.detachNewThread { [self] in
+            var buffer = Data()
+            while true {
+                let d = out.fileHandleForReading.availableData
+                if d.isEmpty { break }
+                buffer.append(d)
+                while let nl = buffer.firstIndex(of: 0x0A) {
+                    let line = String(decoding: buffer[buffer.startIndex..<nl], as: UTF8.self)
+                    buffer.removeSubrange(buffer.startIndex...nl)
+                    lines.withLock { $0.append(line) }
+                }
+            }
+        }
+        Thread.detachNewThread { [self] in
+            while true {
+                let d = err.fileHandleForReading.availableData
+                if d.isEmpty { break }
+                errors.withLock { $0 += String(decoding: d, as: UTF8.self); if $0.count > 20000 { $0 = String($0.suffix(10000)) } }
+            }
+        }
+    }
+
+    /// Waits for a stdout line starting with `prefix` and returns it.
+    func waitForLine(prefix: String, timeout: Double) throws -> String {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let l = lines.withLock({ $0.first { $0.hasPrefix(prefix) } }) { return l }
+            if !process.isRunning { break }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        throw PeerError("no '\(prefix)' line from \(process.executableURL?.lastPathComponent ?? "?"); stderr: \(errors.withLock { $0 }.suffix(2000))")
+    }
+
+    /// Waits for the process to exit by itself.
+    func wait(timeout: Double) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        return process.isRunning ? nil : process.terminationStatus
+    }
+
+    func stop() {
+        if process.isRunning {
+            process.interrupt()
+            let deadline = Date().addingTimeInterval(3)
+            while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
+        process.waitUntilExit()
+    }
+
+    deinit { stop() }
+}
+
+/// A port nobody listens on (bound then released).
+func unusedPort() -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    addr.sin_port = 0
+    _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+    var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+    return Int(UInt16(bigEndian: addr.sin_port))
+}
+
+/// A fresh temporary folder for one test's results.
+func temporaryFolder(_ name: String) -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("stampede-tests-\(name)-\(UUID().uuidString.prefix(8))")
+    try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
