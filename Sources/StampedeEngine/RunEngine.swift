@@ -101,6 +101,7 @@ public final class RunEngine {
 
         runStartNs = EventLoop.now()
         lastIntervalNs = runStartNs
+        let rssBeforeConnect = residentBytes()
         var partialReason: String? = nil
         var fatal: String? = nil
 
@@ -116,6 +117,8 @@ public final class RunEngine {
         }
         let rampSeconds = seconds(EventLoop.now() - runStartNs)
         let openAtStart = currentOpen()
+        let rssConnected = residentBytes()
+        peakRSS = max(peakRSS, rssConnected)
         var messageSeconds = 0.0, drainSeconds = 0.0
         var lossReason = LossReason.timedOut
 
@@ -175,7 +178,9 @@ public final class RunEngine {
             environment: environment(loops: loopCount), peakOpenConnections: peakOpen, openConnectionsAtEnd: openAtEnd,
             phaseSeconds: PhaseSeconds(rampUp: rampSeconds, messages: messageSeconds, drain: drainSeconds),
             generator: GeneratorHealth(processCPUSeconds: processCPU, clientLoopCPUSeconds: clientCPU,
-                                       maxTimerLagMicros: maxTimerLagNs / 1000, saturated: saturated, warnings: warnings))
+                                       maxTimerLagMicros: maxTimerLagNs / 1000, saturated: saturated, warnings: warnings,
+                                       residentBytesBeforeConnect: rssBeforeConnect, residentBytesConnected: rssConnected,
+                                       peakResidentBytes: peakRSS))
         var outcome = RunOutcome(record: record, summary: ResultsWriter.summary(of: record), resultsFolder: nil, writeError: nil,
                                  exitCode: fatal != nil ? 1 : partialReason != nil ? 130 : 0)
         do {
@@ -299,6 +304,7 @@ public final class RunEngine {
         clientLoopCPUNs = cpuSeen.values.reduce(0, +)
         totals.add(merged)
         peakOpen = max(peakOpen, open)
+        peakRSS = max(peakRSS, residentBytes())
         let elapsed = seconds(now - runStartNs)
         if phase == "messages" || phase == "drain" {
             maxTimerLagNs = max(maxTimerLagNs, lag)
@@ -325,6 +331,15 @@ public final class RunEngine {
         return merged
     }
     var cpuSeen: [Int: UInt64] = [:]
+    var peakRSS: UInt64 = 0
+
+    /// This process's resident memory (/proc/self/statm), bytes; 0 if unreadable.
+    func residentBytes() -> UInt64 {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+        let fields = text.split(separator: " ")
+        guard fields.count > 1, let pages = UInt64(fields[1]) else { return 0 }
+        return pages * UInt64(sysconf(Int32(_SC_PAGESIZE)))
+    }
 
     func currentOpen() -> Int {
         loops.indices.reduce(0) { n, i in n + loops[i].submitAndWait { [w = workloads[i]] _ in w.ws.openCount } }

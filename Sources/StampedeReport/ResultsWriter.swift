@@ -68,7 +68,7 @@ public enum ResultsWriter {
             fatalError: record.fatalError,
             scenario: RunSummary.ScenarioInfo(
                 name: scenario.name, file: scenario.file, workload: scenario.workload.rawValue,
-                target: targetDescription(scenario.target), clients: scenario.clients,
+                target: scenario.target.description, clients: scenario.clients,
                 connectRate: finite(scenario.connectRate), durationSeconds: finite(scenario.durationSeconds),
                 messageRate: finite(scenario.message.ratePerSecond), messageSize: scenario.message.size,
                 loadModel: scenario.loadModel.rawValue, latencyModel: latencyModelNote(scenario.loadModel),
@@ -99,8 +99,16 @@ public enum ResultsWriter {
             generator: RunSummary.Generator(
                 processCPUSeconds: rounded(g.processCPUSeconds), clientLoopCPUSeconds: rounded(g.clientLoopCPUSeconds),
                 cpuMicrosPerDeliveredMessage: cpuPerMessage, maxTimerLagMicros: g.maxTimerLagMicros,
-                saturated: g.saturated, warnings: g.warnings),
+                saturated: g.saturated, warnings: g.warnings, rssBeforeConnectBytes: g.residentBytesBeforeConnect,
+                rssConnectedBytes: g.residentBytesConnected, rssPeakBytes: g.peakResidentBytes,
+                rssPerConnectionBytes: rssPerConnection(record)),
             files: fileNames(for: t))
+    }
+
+    static func rssPerConnection(_ record: RunRecord) -> Double? {
+        let g = record.generator
+        guard g.residentBytesConnected > g.residentBytesBeforeConnect, g.residentBytesBeforeConnect > 0, record.peakOpenConnections > 0 else { return nil }
+        return rounded(Double(g.residentBytesConnected - g.residentBytesBeforeConnect) / Double(record.peakOpenConnections))
     }
 
     // MARK: Pieces, public for the CLI and tests.
@@ -179,13 +187,6 @@ public enum ResultsWriter {
             uncorrected: present.filter { $0.correction == .uncorrected }.map(\.key),
             notApplicable: present.filter { $0.correction == .notApplicable }.map(\.key),
             pairs: pairs)
-    }
-
-    static func targetDescription(_ target: Target) -> String {
-        switch target {
-        case .embedded: "embedded"
-        case .webSocket(let url): url.description
-        }
     }
 
     /// Creates the first free `<base>`, `<base>-2`, `<base>-3` … with mkdir, which fails if the folder exists,

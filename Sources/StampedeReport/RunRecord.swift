@@ -90,8 +90,16 @@ public struct GeneratorHealth: Sendable, Equatable {
     /// latency figures then partly belong to the generator, not the server.
     public var saturated: Bool
     public var warnings: [String]
-    public init(processCPUSeconds: Double, clientLoopCPUSeconds: Double, maxTimerLagMicros: UInt64, saturated: Bool, warnings: [String]) {
+    /// Resident memory of the process before the first connect, once every client had connected
+    /// (idle, before the message phase), and its peak; bytes, 0 when unknown.
+    public var residentBytesBeforeConnect: UInt64
+    public var residentBytesConnected: UInt64
+    public var peakResidentBytes: UInt64
+    public init(processCPUSeconds: Double, clientLoopCPUSeconds: Double, maxTimerLagMicros: UInt64, saturated: Bool, warnings: [String],
+                residentBytesBeforeConnect: UInt64 = 0, residentBytesConnected: UInt64 = 0, peakResidentBytes: UInt64 = 0) {
         self.processCPUSeconds = processCPUSeconds; self.clientLoopCPUSeconds = clientLoopCPUSeconds
         self.maxTimerLagMicros = maxTimerLagMicros; self.saturated = saturated; self.warnings = warnings
+        self.residentBytesBeforeConnect = residentBytesBeforeConnect; self.residentBytesConnected = residentBytesConnected
+        self.peakResidentBytes = peakResidentBytes
     }
 }

@@ -337,11 +337,21 @@ public struct RunSummary: Codable, Sendable, Equatable {
         public var maxTimerLagMicros: UInt64
         public var saturated: Bool
         public var warnings: [String]
+        /// Process resident memory: before connecting, with every client connected and idle, and the peak (bytes).
+        public var rssBeforeConnectBytes: UInt64
+        public var rssConnectedBytes: UInt64
+        public var rssPeakBytes: UInt64
+        /// (rss_connected − rss_before_connect) / connections open at the start of the message phase;
+        /// with the embedded target this includes the server's side of each connection. Nil when unknown.
+        public var rssPerConnectionBytes: Double?
         public init(processCPUSeconds: Double, clientLoopCPUSeconds: Double, cpuMicrosPerDeliveredMessage: Double?,
-                    maxTimerLagMicros: UInt64, saturated: Bool, warnings: [String]) {
+                    maxTimerLagMicros: UInt64, saturated: Bool, warnings: [String], rssBeforeConnectBytes: UInt64 = 0,
+                    rssConnectedBytes: UInt64 = 0, rssPeakBytes: UInt64 = 0, rssPerConnectionBytes: Double? = nil) {
             self.processCPUSeconds = processCPUSeconds; self.clientLoopCPUSeconds = clientLoopCPUSeconds
             self.cpuMicrosPerDeliveredMessage = cpuMicrosPerDeliveredMessage; self.maxTimerLagMicros = maxTimerLagMicros
             self.saturated = saturated; self.warnings = warnings
+            self.rssBeforeConnectBytes = rssBeforeConnectBytes; self.rssConnectedBytes = rssConnectedBytes
+            self.rssPeakBytes = rssPeakBytes; self.rssPerConnectionBytes = rssPerConnectionBytes
         }
         enum CodingKeys: String, CodingKey {
             case processCPUSeconds = "process_cpu_s"
@@ -349,6 +359,10 @@ public struct RunSummary: Codable, Sendable, Equatable {
             case cpuMicrosPerDeliveredMessage = "cpu_us_per_delivered_message"
             case maxTimerLagMicros = "max_timer_lag_us"
             case saturated, warnings
+            case rssBeforeConnectBytes = "rss_before_connect_bytes"
+            case rssConnectedBytes = "rss_connected_bytes"
+            case rssPeakBytes = "rss_peak_bytes"
+            case rssPerConnectionBytes = "rss_per_connection_bytes"
         }
         // By hand so that a nil `cpu_us_per_delivered_message` is written as null.
         public func encode(to encoder: any Encoder) throws {
@@ -359,6 +373,10 @@ public struct RunSummary: Codable, Sendable, Equatable {
             try c.encode(maxTimerLagMicros, forKey: .maxTimerLagMicros)
             try c.encode(saturated, forKey: .saturated)
             try c.encode(warnings, forKey: .warnings)
+            try c.encode(rssBeforeConnectBytes, forKey: .rssBeforeConnectBytes)
+            try c.encode(rssConnectedBytes, forKey: .rssConnectedBytes)
+            try c.encode(rssPeakBytes, forKey: .rssPeakBytes)
+            try c.encode(rssPerConnectionBytes, forKey: .rssPerConnectionBytes)
         }
     }
 }

@@ -55,11 +55,19 @@ public struct Scenario: Sendable, Equatable {
 }
 
 /// Where the load goes. Only loopback addresses are accepted (see `ScenarioLoader`).
-public enum Target: Sendable, Equatable {
+public enum Target: Sendable, Equatable, CustomStringConvertible {
     /// The reference server, started in the same process on its own event loop.
     case embedded
     /// `ws://host:port/path` on a loopback address.
     case webSocket(url: WebSocketURL)
+
+    /// "embedded" or the URL, as a user would write it.
+    public var description: String {
+        switch self {
+        case .embedded: "embedded"
+        case .webSocket(let url): url.description
+        }
+    }
 }
 
 /// A parsed `ws://` URL whose host is a loopback literal or `localhost`.

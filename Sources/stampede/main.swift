@@ -101,7 +101,7 @@ struct Run: ParsableCommand {
         let style: RunOptions.ProgressStyle = quiet ? .silent : (plain || isatty(STDERR_FILENO) == 0) ? .lines : .terminal
         var options = RunOptions(resultsRoot: URL(fileURLWithPath: results), progress: style, interrupt: interrupt)
         if let l = loops { options.loops = l }
-        let targetText = s.target == .embedded ? "embedded target" : "\(s.target)"
+        let targetText = s.target == .embedded ? "embedded target" : s.target.description
         FileHandle.standardError.write(Data("stampede \(RunEngine.version): \(s.name): \(s.clients) clients → \(targetText), \(options.loops) loop(s)\n".utf8))
         let outcome: RunOutcome
         do { outcome = try RunEngine(scenario: s, options: options).run() } catch {
@@ -180,7 +180,7 @@ struct Validate: ParsableCommand {
         for f in files {
             do {
                 let s = try ScenarioLoader.load(path: f)
-                print("\(f): ok (\(s.workload.rawValue), \(s.clients) clients, \(s.target == .embedded ? "embedded" : "\(s.target)"))")
+                print("\(f): ok (\(s.workload.rawValue), \(s.clients) clients, \(s.target))")
             } catch {
                 FileHandle.standardError.write(Data("\(error)\n".utf8))
                 failed = true
@@ -228,6 +228,12 @@ func installSignalHandlers() {
     }
     signal(SIGINT, handler)
     signal(SIGTERM, handler)
+    // A parent may have blocked these (test runners, some supervisors); the mask survives exec.
+    var set = sigset_t()
+    sigemptyset(&set)
+    sigaddset(&set, SIGINT)
+    sigaddset(&set, SIGTERM)
+    pthread_sigmask(SIG_UNBLOCK, &set, nil)
     signal(SIGPIPE, SIG_IGN)
 }
 

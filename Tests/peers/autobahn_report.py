@@ -1,7 +1,12 @@
 #!/usr/bin/env python3
 """Summarise an Autobahn / kosoku fuzzingserver report: DIR/index.json.
 
-usage: autobahn_report.py DIR [AGENT]
+usage: autobahn_report.py DIR [AGENT] [--expect-cases N]
+
+AGENT may be left out when the index holds a single agent. --expect-cases N
+also fails (exit 1) when the agent has a number of cases other than N: kosoku
+writes a report and exits 0 on /updateReports even when the client ran only
+some of the cases, so a test should pass the count /getCaseCount gave.
 
 index.json layout (kosoku 0.1.0 and autobahntestsuite alike):
   {"<agent>": {"<case id>": {"behavior": "OK", "behaviorClose": "OK",
@@ -17,8 +22,8 @@ INFORMATIONAL (so FAILED, UNIMPLEMENTED, kosoku's ERROR, and the close
 verdicts FAILED, WRONG CODE, UNCLEAN, FAILED BY CLIENT) -- the same rule as
 kosoku's own pass/fail. `behaviorClose` counts are in "behaviorClose";
 `behavior` values outside the five (e.g. ERROR) are counted in "other".
-exit: 0 no failed case; 1 some failed case (or no case at all); 2 bad input
-(no DIR/index.json, unknown AGENT).
+exit: 0 no failed case; 1 some failed case, no case at all, or a case count
+other than --expect-cases; 2 bad input (no DIR/index.json, unknown AGENT).
 """
 
 from __future__ import annotations
@@ -38,6 +43,16 @@ def case_key(case_id: str):
 
 
 def main(argv: list[str]) -> int:
+    argv = list(argv)
+    expect_cases = None
+    if "--expect-cases" in argv:
+        at = argv.index("--expect-cases")
+        try:
+            expect_cases = int(argv[at + 1])
+        except (IndexError, ValueError):
+            print("autobahn_report: --expect-cases needs an integer", file=sys.stderr)
+            return 2
+        del argv[at:at + 2]
     if len(argv) not in (2, 3) or argv[1] in ("-h", "--help"):
         print(__doc__, file=sys.stderr)
         return 2
@@ -89,8 +104,14 @@ def main(argv: list[str]) -> int:
         "behaviorClose": dict(sorted(close_counts.items())),
         "other": dict(sorted(other.items())),
     }
+    count_ok = expect_cases is None or expect_cases == len(cases)
+    if expect_cases is not None:
+        summary["expected_cases"] = expect_cases
     print(json.dumps(summary, separators=(",", ":")), flush=True)
-    return 1 if failed or not cases else 0
+    if not count_ok:
+        print(f"autobahn_report: {len(cases)} cases in the report, expected {expect_cases}",
+              file=sys.stderr)
+    return 1 if failed or not cases or not count_ok else 0
 
 
 if __name__ == "__main__":
