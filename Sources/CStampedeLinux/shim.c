@@ -7,3 +7,9 @@
 int cs_accept(int fd) {
     return accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 }
+
+#include <pthread.h>
+
+int cs_set_thread_name(const char *name) {
+    return pthread_setname_np(pthread_self(), name);
+}

@@ -15,7 +15,8 @@ public final class ByteBuffer {
     /// Makes room for `n` more bytes at the tail and returns where to write them; call `commit(_:)` after.
     @inlinable
     public func reserve(_ n: Int) -> UnsafeMutableRawPointer {
-        if capacity - tail < n { grow(n) }
+        // `storage == nil`: a fresh or shrunk buffer has no memory even for `reserve(0)`.
+        if capacity - tail < n || storage == nil { grow(n) }
         return storage.unsafelyUnwrapped + tail
     }
 

@@ -170,8 +170,11 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Starts the loop on a new thread.
     public func start(name: String = "stampede-loop") {
-        let t = Thread { [self] in run() }
-        t.name = name
+        let t = Thread { [self] in
+            // Foundation on Linux ignores a name set before start; name the thread from inside.
+            _ = cs_set_thread_name(String(name.prefix(15)))
+            run()
+        }
         t.stackSize = 8 << 20
         thread = t
         t.start()
@@ -556,10 +559,13 @@ public final class EventLoop: @unchecked Sendable {
     func deliver(_ index: Int, id: ConnectionID, count n: Int) {
         if let pending = slots[index].pending, !pending.isEmpty {
             pending.append(UnsafeRawBufferPointer(rebasing: readBuffer[0..<n]))
+            // Detach the buffer while the handler reads it: if the handler closes the connection,
+            // releasing the slot must not free memory the handler is still looking at.
+            slots[index].pending = nil
             let used = handler.received(id, buffer: pending.readable, loop: self)
-            // The slot may have closed (and been reused) inside the callback; `pending` is still ours to clear.
-            guard slotIndex(id) != nil else { return }
+            guard let i = slotIndex(id) else { return }
             pending.consume(used)
+            slots[i].pending = pending
             return
         }
         let view = UnsafeMutableRawBufferPointer(rebasing: readBuffer[0..<n])
@@ -602,6 +608,11 @@ public final class EventLoop: @unchecked Sendable {
                     out.consume(n)
                     queuedBytes -= n
                 case .wouldBlock:
+                    if slots[i].backedUp && out.count < configuration.lowWaterMark {
+                        slots[i].backedUp = false
+                        handler.writable(id, loop: self)
+                        guard slotIndex(id) != nil else { return }
+                    }
                     if !slots[i].pollingOut {
                         slots[i].pollingOut = true
                         _ = cs_epoll_ctl(epfd, EPOLL_CTL_MOD, fd, EPOLLIN.rawValue | EPOLLOUT.rawValue | EPOLLRDHUP.rawValue, id.packed)

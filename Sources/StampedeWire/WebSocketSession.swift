@@ -96,7 +96,10 @@ public struct WebSocketReceiver: Sendable {
         switch opcode {
         case .ping: return (.ping(payload: start..<end), end)
         case .pong: return (.pong(payload: start..<end), end)
-        case .close: return (closeEvent(payload, start: start), end)
+        case .close:
+            let event = closeEvent(payload, start: start)
+            if case .fail = event { return (event, 0) }
+            return (event, end)
         case .text, .binary:
             if fragmentOpcode != nil { return (.fail(.protocolError(detail: "new data frame inside a fragmented message")), 0) }
             if header.fin {

@@ -140,7 +140,8 @@ final class BackgroundProcess: @unchecked Sendable {
 
     func stop() {
         if process.isRunning {
-            process.interrupt()
+            // SIGTERM: kosoku ignores SIGINT; every peer here exits cleanly on SIGTERM.
+            process.terminate()
             let deadline = Date().addingTimeInterval(3)
             while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }

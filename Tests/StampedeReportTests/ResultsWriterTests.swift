@@ -37,6 +37,7 @@ import Testing
         #expect(keys("latency_correction") == ["corrected", "uncorrected", "not_applicable", "pairs"])
         #expect(keys("generator") == [
             "process_cpu_s", "client_loop_cpu_s", "cpu_us_per_delivered_message", "max_timer_lag_us", "saturated", "warnings",
+            "rss_before_connect_bytes", "rss_connected_bytes", "rss_peak_bytes", "rss_per_connection_bytes",
         ])
         let messages = try #require(json["messages"] as? [String: Any])
         #expect(Set((messages["lost_by_reason"] as? [String: Any])?.keys.map { $0 } ?? []) == ["connection_closed", "timed_out", "interrupted"])

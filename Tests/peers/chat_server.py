@@ -32,7 +32,6 @@ import ipaddress
 import json
 import signal
 import sys
-import time
 import uuid
 from datetime import datetime, timezone
 

@@ -98,6 +98,9 @@ static inline int cs_socket_tcp(int family) {
 /// accept4 with SOCK_NONBLOCK | SOCK_CLOEXEC (defined in shim.c, which needs _GNU_SOURCE).
 int cs_accept(int fd);
 
+/// Names the calling thread (at most 15 bytes), for top -H and debuggers.
+int cs_set_thread_name(const char *name);
+
 static inline int cs_set_int_option(int fd, int level, int name, int value) {
     return setsockopt(fd, level, name, &value, sizeof(value));
 }
