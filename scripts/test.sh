@@ -9,4 +9,13 @@ for venv in websockets kosoku; do
 done
 
 swift build --build-tests
-swift test --skip-build
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+swift test --skip-build 2>&1 | tee "$log" || status=$?
+
+# One plain closing line for tools that read it: "N passed, N failed".
+total=$(sed -n 's/.*Test run with \([0-9]*\) tests\{0,1\} .*/\1/p' "$log" | tail -1)
+failed=$(grep -c '^✘ Test [^r]' "$log" || true)
+if [ -n "$total" ]; then echo "tests: $((total - failed)) passed, $failed failed"; fi
+exit $status
