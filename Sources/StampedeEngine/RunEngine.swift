@@ -62,7 +62,7 @@ public final class RunEngine {
     let scenario: Scenario
     let options: RunOptions
     var loops: [EventLoop] = []
-    var workloads: [ChatWorkload] = []
+    var workloads: [any LoopWorkload] = []
     var serverLoop: EventLoop?
     var server: ChatServer?
     var totals = MetricsShard()
@@ -211,6 +211,8 @@ public final class RunEngine {
             return WebSocketEndpoint(address: .ipv4(0x7F00_0001, port: server!.port), host: "127.0.0.1", path: "/chat",
                                      subprotocol: scenario.subprotocol, headers: headers, connectTimeoutNs: connectNs,
                                      upgradeTimeoutNs: connectNs, maxMessageBytes: scenario.maxMessageBytes, sourceAddresses: sources)
+        case .http:
+            throw RunSetupError("the chat workload needs a ws:// target")
         case .webSocket(let url):
             guard let address = SocketAddress(host: url.host, port: url.port) else {
                 throw RunSetupError("cannot use target address \(url)")
@@ -264,8 +266,8 @@ public final class RunEngine {
         var t = TickState()
         for (i, w) in workloads.enumerated() {
             let s = loops[i].submitAndWait { _ in
-                LoopState(open: w.ws.openCount, inFlight: w.ws.inFlightConnects, notYetStarted: w.notYetStarted,
-                          outstanding: w.totalOutstanding, sent: w.ws.metrics[.messagesSent], fanout: w.ws.metrics[.fanoutReceived])
+                LoopState(open: w.openCount, inFlight: w.inFlightConnects, notYetStarted: w.notYetStarted,
+                          outstanding: w.totalOutstanding, sent: w.metrics[.messagesSent], fanout: w.metrics[.fanoutReceived])
             }
             t.open += s.open; t.inFlight += s.inFlight; t.notYetStarted += s.notYetStarted; t.outstanding += s.outstanding
             t.sentSinceInterval += s.sent; t.fanoutSinceInterval += s.fanout
@@ -292,8 +294,8 @@ public final class RunEngine {
         for (i, w) in workloads.enumerated() {
             let d = loops[i].submitAndWait { loop in
                 let cpu = cs_thread_cpu_ns()
-                let data = IntervalData(metrics: w.ws.metrics, open: w.ws.openCount, timerLagNs: loop.takeMaxTimerLag(), cpuNs: cpu)
-                w.ws.metrics.reset()
+                let data = IntervalData(metrics: w.metrics, open: w.openCount, timerLagNs: loop.takeMaxTimerLag(), cpuNs: cpu)
+                w.metrics.reset()
                 return data
             }
             merged.add(d.metrics)
@@ -342,7 +344,7 @@ public final class RunEngine {
     }
 
     func currentOpen() -> Int {
-        loops.indices.reduce(0) { n, i in n + loops[i].submitAndWait { [w = workloads[i]] _ in w.ws.openCount } }
+        loops.indices.reduce(0) { n, i in n + loops[i].submitAndWait { [w = workloads[i]] _ in w.openCount } }
     }
 
     func seconds(_ ns: UInt64) -> Double { Double(ns) / 1e9 }

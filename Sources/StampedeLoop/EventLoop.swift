@@ -124,6 +124,7 @@ public final class EventLoop: @unchecked Sendable {
     var slots: [Slot] = []
     var freeSlots: [UInt32] = []
     var dirtySlots: [UInt32] = []
+    var flushBatch: [UInt32] = []
     var timers = TimerHeap()
     var armedDeadline: UInt64 = .max
     let readBuffer: UnsafeMutableRawBufferPointer
@@ -586,9 +587,10 @@ public final class EventLoop: @unchecked Sendable {
 
     func flushDirty() {
         while !dirtySlots.isEmpty {
-            let batch = dirtySlots
-            dirtySlots.removeAll(keepingCapacity: true)
-            for raw in batch {
+            // Swap rather than copy: copying then clearing would allocate a fresh array every iteration.
+            swap(&dirtySlots, &flushBatch)
+            defer { flushBatch.removeAll(keepingCapacity: true) }
+            for raw in flushBatch {
                 let i = Int(raw)
                 slots[i].dirty = false
                 guard slots[i].state == .stream else { continue }

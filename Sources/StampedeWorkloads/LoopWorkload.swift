@@ -1,0 +1,37 @@
+import StampedeLoop
+import StampedeMetrics
+
+/// The clients of one workload that one event loop owns, as the engine drives them. Every
+/// method runs on the loop's thread (the engine calls them through `EventLoop.execute`).
+public protocol LoopWorkload: AnyObject, Sendable {
+    /// This loop's measurements since the last interval boundary (the engine copies and resets them).
+    var metrics: MetricsShard { get set }
+    /// Clients connected and ready (upgraded / handshake done).
+    var openCount: Int { get }
+    /// Connection attempts under way.
+    var inFlightConnects: Int { get }
+    /// Clients whose first connect has not been attempted yet.
+    var notYetStarted: Int { get }
+    /// Messages sent and not yet delivered, failed or lost.
+    var totalOutstanding: UInt64 { get }
+    /// Clients not yet ended (connecting, open or closing).
+    var liveClients: Int { get }
+
+    /// Schedules every client's connect: global client g at `start + g / connectRate`.
+    func beginRampUp(startNs: UInt64)
+    /// Starts the scheduled calls; none is scheduled at or after `endNs`.
+    func beginMessages(startNs: UInt64, endNs: UInt64)
+    /// Stops scheduling new messages; replies may still arrive.
+    func beginDrain()
+    /// Counts what is still outstanding as lost for `lostReason`, then closes every connection cleanly.
+    func closeAll(lostReason: LossReason)
+}
+
+extension ChatWorkload: LoopWorkload {
+    public var metrics: MetricsShard {
+        get { ws.metrics }
+        set { ws.metrics = newValue }
+    }
+    public var openCount: Int { ws.openCount }
+    public var inFlightConnects: Int { ws.inFlightConnects }
+}
