@@ -32,6 +32,8 @@ public struct Scenario: Sendable, Equatable {
     public var maxMessageBytes: Int
     /// Loopback source addresses to spread connections over (beyond ~28k per address).
     public var sourceAddresses: [String]
+    /// Hub workloads only: transports, protocol and the calls each client makes.
+    public var hub: HubSpec?
 
     public struct Header: Sendable, Equatable {
         public var name: String
@@ -43,7 +45,8 @@ public struct Scenario: Sendable, Equatable {
         name: String, file: String = "", target: Target, workload: Workload = .chat, clients: Int,
         connectRate: Double, durationSeconds: Double, message: MessageSpec, loadModel: LoadModel = .open,
         thinkTimeSeconds: Double = 0, seed: UInt64 = 1, drainSeconds: Double = 5, connectTimeoutSeconds: Double = 10,
-        headers: [Header] = [], subprotocol: String? = nil, maxMessageBytes: Int = 1 << 20, sourceAddresses: [String] = []
+        headers: [Header] = [], subprotocol: String? = nil, maxMessageBytes: Int = 1 << 20, sourceAddresses: [String] = [],
+        hub: HubSpec? = nil
     ) {
         self.name = name; self.file = file; self.target = target; self.workload = workload
         self.clients = clients; self.connectRate = connectRate; self.durationSeconds = durationSeconds
@@ -51,6 +54,7 @@ public struct Scenario: Sendable, Equatable {
         self.seed = seed; self.drainSeconds = drainSeconds; self.connectTimeoutSeconds = connectTimeoutSeconds
         self.headers = headers; self.subprotocol = subprotocol; self.maxMessageBytes = maxMessageBytes
         self.sourceAddresses = sourceAddresses
+        self.hub = hub
     }
 }
 
@@ -60,12 +64,15 @@ public enum Target: Sendable, Equatable, CustomStringConvertible {
     case embedded
     /// `ws://host:port/path` on a loopback address.
     case webSocket(url: WebSocketURL)
+    /// `http://host:port/path` on a loopback address: a SignalR hub's base URL.
+    case http(url: WebSocketURL)
 
     /// "embedded" or the URL, as a user would write it.
     public var description: String {
         switch self {
         case .embedded: "embedded"
         case .webSocket(let url): url.description
+        case .http(let url): "http" + url.description.dropFirst(2)
         }
     }
 }
@@ -87,6 +94,8 @@ public struct WebSocketURL: Sendable, Equatable, CustomStringConvertible {
 public enum Workload: String, Sendable, Equatable, CaseIterable {
     /// The WebSocket chat client of workloads.md §2.
     case chat
+    /// SignalR hub clients (workloads.md §1); needs a `hub` section.
+    case hub
 }
 
 public enum LoadModel: String, Sendable, Equatable, CaseIterable {
