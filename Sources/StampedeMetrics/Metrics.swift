@@ -12,8 +12,15 @@ public enum LatencyMetric: Int, CaseIterable, Sendable, Codable {
     case fanoutUncorrected
     /// TCP three-way handshake (connect() until writable).
     case tcpConnect
-    /// WebSocket upgrade request sent → 101 response parsed.
+    /// WebSocket upgrade request sent → 101 response parsed (hub clients: transport request →
+    /// transport usable, for SSE and long polling too).
     case upgrade
+    /// Hub clients: negotiate request → response parsed (redirects included).
+    case negotiate
+    /// Hub clients: handshake request sent → handshake response.
+    case handshake
+    /// Hub clients: stream invocation's intended send time → each StreamItem.
+    case streamItem
 
     /// Key used in summary.json and file names.
     public var key: String {
@@ -24,6 +31,9 @@ public enum LatencyMetric: Int, CaseIterable, Sendable, Codable {
         case .fanoutUncorrected: "fanout_uncorrected"
         case .tcpConnect: "tcp_connect"
         case .upgrade: "ws_upgrade"
+        case .negotiate: "negotiate"
+        case .handshake: "handshake"
+        case .streamItem: "stream_item"
         }
     }
 }
@@ -52,6 +62,13 @@ public enum Counter: Int, CaseIterable, Sendable, Codable {
     case bytesReceived
     /// Frames that were not ours to parse as chat messages (server text we could not read).
     case unparsedMessages
+    /// Hub clients: StreamItems received.
+    case streamItems
+    /// Hub clients: server invocations answered with a configured client result.
+    case clientResults
+    /// Hub clients: reconnect attempts started, and those that ended connected again.
+    case reconnectAttempts
+    case reconnected
 
     public var key: String {
         switch self {
@@ -69,6 +86,10 @@ public enum Counter: Int, CaseIterable, Sendable, Codable {
         case .bytesSent: "bytes_sent"
         case .bytesReceived: "bytes_received"
         case .unparsedMessages: "unparsed_messages"
+        case .streamItems: "stream_items"
+        case .clientResults: "client_results"
+        case .reconnectAttempts: "reconnect_attempts"
+        case .reconnected: "reconnected"
         }
     }
 }
@@ -114,6 +135,19 @@ public enum ErrorClass: Int, CaseIterable, Sendable, Codable {
     case closedWithError
     /// Any other read/write error.
     case ioError
+    /// Hub clients: negotiate or a transport request answered with an HTTP error status
+    /// (statuses counted in `upgradeStatuses`).
+    case httpStatus
+    /// Negotiate answered with an `error`, an unreadable body, or too many redirects.
+    case negotiateFailed
+    /// None of the scenario's transports is offered by the server.
+    case noTransport
+    case handshakeFailed
+    case handshakeTimeout
+    /// Nothing received for the server timeout (SignalR's 30 s rule).
+    case serverTimeout
+    /// A Completion with an error (the hub method threw).
+    case hubError
 
     public var key: String {
         switch self {
@@ -130,6 +164,13 @@ public enum ErrorClass: Int, CaseIterable, Sendable, Codable {
         case .unexpectedEOF: "unexpected_eof"
         case .closedWithError: "closed_with_error"
         case .ioError: "io_error"
+        case .httpStatus: "http_status"
+        case .negotiateFailed: "negotiate_failed"
+        case .noTransport: "no_transport"
+        case .handshakeFailed: "handshake_failed"
+        case .handshakeTimeout: "handshake_timeout"
+        case .serverTimeout: "server_timeout"
+        case .hubError: "hub_error"
         }
     }
 }

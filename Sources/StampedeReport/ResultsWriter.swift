@@ -102,7 +102,8 @@ public enum ResultsWriter {
                 saturated: g.saturated, warnings: g.warnings, rssBeforeConnectBytes: g.residentBytesBeforeConnect,
                 rssConnectedBytes: g.residentBytesConnected, rssPeakBytes: g.peakResidentBytes,
                 rssPerConnectionBytes: rssPerConnection(record)),
-            files: fileNames(for: t))
+            files: fileNames(for: t),
+            counters: Dictionary(uniqueKeysWithValues: Counter.allCases.map { ($0.key, t[$0]) }))
     }
 
     static func rssPerConnection(_ record: RunRecord) -> Double? {
@@ -268,9 +269,9 @@ extension LatencyMetric {
     /// How this metric relates to coordinated omission (the exhaustive switch forces a decision for new metrics).
     public var correction: LatencyCorrectionKind {
         switch self {
-        case .roundTrip, .fanout: .corrected
+        case .roundTrip, .fanout, .streamItem: .corrected
         case .roundTripUncorrected, .fanoutUncorrected: .uncorrected
-        case .tcpConnect, .upgrade: .notApplicable
+        case .tcpConnect, .upgrade, .negotiate, .handshake: .notApplicable
         }
     }
 
@@ -279,7 +280,7 @@ extension LatencyMetric {
         switch self {
         case .roundTrip: .roundTripUncorrected
         case .fanout: .fanoutUncorrected
-        case .roundTripUncorrected, .fanoutUncorrected, .tcpConnect, .upgrade: nil
+        case .roundTripUncorrected, .fanoutUncorrected, .tcpConnect, .upgrade, .negotiate, .handshake, .streamItem: nil
         }
     }
 }

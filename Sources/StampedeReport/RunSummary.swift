@@ -33,13 +33,18 @@ public struct RunSummary: Codable, Sendable, Equatable {
     public var generator: Generator
     /// Names of the other files in the results folder (summary.json itself is not listed).
     public var files: [String]
+    /// Every raw counter by its key (`Counter.key`), zeros included: the figures above and the
+    /// workload-specific ones (stream items, client results, reconnects).
+    public var counters: [String: UInt64]
 
     public init(
         schema: String = RunSummary.schemaIdentifier, partial: Bool, partialReason: String?, fatalError: String?,
         scenario: ScenarioInfo, environment: EnvironmentInfo, phasesSeconds: Phases, connections: Connections,
         messages: Messages, bytes: Bytes, latencyMicros: [String: Latency], latencyCorrection: LatencyCorrection,
-        errors: [String: UInt64], errorsTotal: UInt64, upgradeStatuses: [String: UInt64], generator: Generator, files: [String]
+        errors: [String: UInt64], errorsTotal: UInt64, upgradeStatuses: [String: UInt64], generator: Generator, files: [String],
+        counters: [String: UInt64] = [:]
     ) {
+        self.counters = counters
         self.schema = schema; self.partial = partial; self.partialReason = partialReason; self.fatalError = fatalError
         self.scenario = scenario; self.environment = environment; self.phasesSeconds = phasesSeconds
         self.connections = connections; self.messages = messages; self.bytes = bytes; self.latencyMicros = latencyMicros
@@ -59,7 +64,7 @@ public struct RunSummary: Codable, Sendable, Equatable {
         case errors
         case errorsTotal = "errors_total"
         case upgradeStatuses = "upgrade_statuses"
-        case generator, files
+        case generator, files, counters
     }
 
     // Written by hand only so that nil optionals become `null` instead of disappearing.
@@ -82,6 +87,7 @@ public struct RunSummary: Codable, Sendable, Equatable {
         try c.encode(upgradeStatuses, forKey: .upgradeStatuses)
         try c.encode(generator, forKey: .generator)
         try c.encode(files, forKey: .files)
+        try c.encode(counters, forKey: .counters)
     }
 
     /// The summary as written to summary.json: pretty-printed, keys sorted, trailing newline.

@@ -162,9 +162,18 @@ public struct ScenarioError: Error, Sendable, Equatable, CustomStringConvertible
 private enum Keys {
     static let topLevel = [
         "name", "target", "workload", "clients", "connect_rate", "duration", "message", "load_model", "think_time",
-        "seed", "drain", "connect_timeout", "headers", "subprotocol", "max_message_size", "source_addresses",
+        "seed", "drain", "connect_timeout", "headers", "subprotocol", "max_message_size", "source_addresses", "hub",
     ]
     static let message = ["rate", "size"]
+    static let hub = [
+        "transports", "protocol", "negotiate_version", "skip_negotiation", "access_token", "token_in_query", "keep_alive",
+        "server_timeout", "handshake_timeout", "join", "operation", "method", "arguments", "receive", "client_results",
+        "reconnect", "stateful_reconnect",
+    ]
+    static let hubCall = ["method", "arguments"]
+    static let accessToken = ["env", "file"]
+    /// Hub settings written at the top level by mistake, with where they belong.
+    static let misplacedAtTopLevel = Dictionary(uniqueKeysWithValues: hub.map { ($0, "; it belongs inside the 'hub' section (hub.\($0))") })
 }
 
 private enum Limits {
@@ -191,8 +200,16 @@ private struct Fields {
     /// Dotted path of the mapping itself; "" at the top level.
     let path: String
     private var values: [String: Node] = [:]
+    private var keys: [String: Node] = [:]
 
-    init(_ mapping: Node.Mapping, path: String, known: [String], reader: Reader) throws(ScenarioError) {
+    /// - Parameters:
+    ///   - misplaced: Keys that belong elsewhere, with the hint to append to the error.
+    ///   - hideUnknownKeys: Never repeat an unknown key unless it is a near miss of a known one (the
+    ///     mapping may hold a secret, e.g. `access_token: {Bearer abc}` is a mapping with one key).
+    init(
+        _ mapping: Node.Mapping, path: String, known: [String], reader: Reader, misplaced: [String: String] = [:],
+        hideUnknownKeys: Bool = false
+    ) throws(ScenarioError) {
         self.path = path
         for (keyNode, value) in mapping {
             guard case .scalar(let scalar) = keyNode, !isNull(keyNode) else {
@@ -200,8 +217,15 @@ private struct Fields {
             }
             let key = scalar.string
             guard known.contains(key) else {
+                let suggestion = closestKey(to: key, in: known)
+                let knownList = known.map { "'\($0)'" }.joined(separator: ", ")
+                if hideUnknownKeys, suggestion == nil {
+                    throw reader.error(at: keyNode, field: path, "unknown field (not repeated here); expected \(knownList)")
+                }
                 var message = "unknown field '\(key)'"
-                if let suggestion = closestKey(to: key, in: known) {
+                if let hint = misplaced[key] {
+                    message += hint
+                } else if let suggestion {
                     message += "; did you mean '\(suggestion)'?"
                 } else {
                     message += " (known fields: \(known.joined(separator: ", ")))"
@@ -209,10 +233,14 @@ private struct Fields {
                 throw reader.error(at: keyNode, field: fieldPath(key), message)
             }
             values[key] = value
+            keys[key] = keyNode
         }
     }
 
     subscript(key: String) -> Node? { values[key] }
+
+    /// The node of the key itself, to point at a field that is present but not allowed.
+    func keyNode(_ key: String) -> Node? { keys[key] }
 
     func fieldPath(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
 }
@@ -230,7 +258,8 @@ private struct Reader {
             throw error(
                 at: root, field: "", "expected a mapping of scenario fields (like 'clients: 100'), got \(describe(root))")
         }
-        let fields = try Fields(mapping, path: "", known: Keys.topLevel, reader: self)
+        let fields = try Fields(
+            mapping, path: "", known: Keys.topLevel, reader: self, misplaced: Keys.misplacedAtTopLevel)
 
         let name: String
         if let node = fields["name"] {
@@ -296,11 +325,41 @@ private struct Reader {
         }
         let sourceAddresses = try sourceAddressList(fields["source_addresses"])
 
+        if let problem = ScenarioLoader.targetProblem(target, workload: workload), let node = fields["target"] {
+            throw error(at: node, field: "target", problem)
+        }
+        var hub: HubSpec?
+        switch workload {
+        case .chat:
+            if let keyNode = fields.keyNode("hub") {
+                throw error(
+                    at: keyNode, field: "hub",
+                    "only for workload hub (this scenario's workload is '\(workload.rawValue)'): "
+                        + "remove the section or set 'workload: hub'")
+            }
+        case .hub:
+            guard let keyNode = fields.keyNode("hub"), let node = fields["hub"] else {
+                throw error(
+                    at: fields["workload"] ?? root, field: "hub",
+                    "missing required field 'hub': workload 'hub' needs a 'hub' section naming at least the 'method' "
+                        + "each client calls (see scenarios/hub-echo.yaml)")
+            }
+            let spec = try hubSpec(node, keyNode: keyNode)
+            if spec.accessToken != nil, let header = headers.first(where: { $0.name.lowercased() == "authorization" }),
+                let node = fields["hub"]?.mapping?["access_token"]
+            {
+                throw error(
+                    at: node, field: "hub.access_token",
+                    "both hub.access_token and the '\(header.name)' header are given: keep only one of them")
+            }
+            hub = spec
+        }
+
         return Scenario(
             name: name, file: file, target: target, workload: workload, clients: clients, connectRate: connectRate,
             durationSeconds: duration, message: message, loadModel: loadModel, thinkTimeSeconds: thinkTime, seed: seed,
             drainSeconds: drain, connectTimeoutSeconds: connectTimeout, headers: headers, subprotocol: subprotocol,
-            maxMessageBytes: maxMessageBytes, sourceAddresses: sourceAddresses)
+            maxMessageBytes: maxMessageBytes, sourceAddresses: sourceAddresses, hub: hub)
     }
 
     /// Only top-level fields are required; a missing one is reported at line 1 because the
@@ -345,7 +404,7 @@ private struct Reader {
     }
 
     private func targetValue(_ node: Node) throws(ScenarioError) -> Target {
-        let text = try string(node, field: "target", expecting: "'embedded' or a ws://HOST:PORT/PATH URL")
+        let text = try string(node, field: "target", expecting: "'embedded' or a ws:// or http:// URL")
         switch parseTarget(text) {
         case .success(let target): return target
         case .failure(let problem): throw error(at: node, field: "target", problem.message)
@@ -548,6 +607,453 @@ private struct Reader {
     }
 }
 
+// MARK: - Hub section
+
+extension Reader {
+    /// The `hub` section (workload `hub`). `keyNode` is the `hub:` key, where missing fields are reported.
+    fileprivate func hubSpec(_ node: Node, keyNode: Node) throws(ScenarioError) -> HubSpec {
+        let mapping: Node.Mapping
+        switch node {
+        case .mapping(let value): mapping = value
+        case .scalar where isNull(node): mapping = Node.Mapping([])
+        default:
+            throw error(at: node, field: "hub", "expected a mapping of hub settings (like 'method: Echo'), got \(describe(node))")
+        }
+        let fields = try Fields(mapping, path: "hub", known: Keys.hub, reader: self)
+        var spec = HubSpec()
+
+        if let node = fields["protocol"] {
+            spec.protocolKind = try choice(node, field: "hub.protocol")
+        }
+        if let node = fields["transports"], !isNull(node) {
+            spec.transports = try transportList(node, protocolKind: spec.protocolKind)
+        } else if spec.protocolKind == .messagePack {
+            // Server-Sent Events carry text only; the official clients skip them for MessagePack too.
+            spec.transports = [.webSockets, .longPolling]
+        }
+        if let node = fields["negotiate_version"] {
+            spec.negotiateVersion = try integer(node, field: "hub.negotiate_version", in: 0...1)
+        }
+        if let node = fields["skip_negotiation"] {
+            spec.skipNegotiation = try boolean(node, field: "hub.skip_negotiation")
+            if spec.skipNegotiation, spec.transports != [.webSockets] {
+                throw error(
+                    at: node, field: "hub.skip_negotiation",
+                    "only possible when 'transports' is exactly [websockets] (without negotiation there is no fallback "
+                        + "to other transports): add 'transports: [websockets]'")
+            }
+        }
+        if let node = fields["access_token"] {
+            spec.accessToken = try tokenSource(node)
+        }
+        if let node = fields["token_in_query"] {
+            spec.tokenInQuery = try boolean(node, field: "hub.token_in_query")
+            if spec.tokenInQuery, spec.accessToken == nil {
+                throw error(
+                    at: node, field: "hub.token_in_query", "there is no access_token to put in the query: add 'access_token'")
+            }
+        }
+        if let node = fields["keep_alive"] {
+            spec.keepAliveSeconds = try duration(node, field: "hub.keep_alive", allowZero: false)
+        }
+        if let node = fields["server_timeout"] {
+            spec.serverTimeoutSeconds = try duration(node, field: "hub.server_timeout", allowZero: false)
+        }
+        if let node = fields["handshake_timeout"] {
+            spec.handshakeTimeoutSeconds = try duration(node, field: "hub.handshake_timeout", allowZero: false)
+        }
+        if let node = fields["join"] {
+            spec.join = try hubCall(node, field: "hub.join")
+        }
+        if let node = fields["operation"] {
+            spec.operation = try choice(node, field: "hub.operation")
+        }
+        // Method and arguments are checked even with `operation: none`, so typos don't wait for the next edit.
+        var method: String?
+        if let node = fields["method"] {
+            method = try methodName(node, field: "hub.method")
+        }
+        var arguments: [ArgumentTemplate] = []
+        if let node = fields["arguments"] {
+            arguments = try argumentList(node, field: "hub.arguments", allowStamp: true)
+        }
+        if spec.operation != .none {
+            guard let method else {
+                throw error(
+                    at: keyNode, field: "hub.method",
+                    "missing required field 'method' (the hub method each client calls; "
+                        + "or set 'operation: none' to only hold connections)")
+            }
+            spec.call = HubCall(method: method, arguments: arguments)
+        }
+        if let node = fields["receive"], !isNull(node) {
+            spec.receiveMethod = try methodName(node, field: "hub.receive")
+        }
+        if let node = fields["client_results"] {
+            spec.clientResults = try clientResultList(node, receiveMethod: spec.receiveMethod)
+        }
+        if let node = fields["reconnect"] {
+            spec.reconnect = try reconnectSpec(node)
+        }
+        if let node = fields["stateful_reconnect"] {
+            spec.statefulReconnect = try boolean(node, field: "hub.stateful_reconnect")
+            if spec.statefulReconnect {
+                guard spec.transports == [.webSockets] else {
+                    throw error(
+                        at: node, field: "hub.stateful_reconnect",
+                        "stateful reconnect works over WebSockets only: add 'transports: [websockets]'")
+                }
+                guard !spec.skipNegotiation else {
+                    throw error(
+                        at: node, field: "hub.stateful_reconnect",
+                        "stateful reconnect is agreed in the negotiate request: remove 'skip_negotiation: true'")
+                }
+            }
+        }
+        return spec
+    }
+
+    private func boolean(_ node: Node, field: String) throws(ScenarioError) -> Bool {
+        guard case .scalar(let scalar) = node, node.tag.rawValue == Tag.Name.bool.rawValue,
+            let value = Bool.construct(from: scalar)
+        else {
+            throw error(at: node, field: field, "expected true or false, got \(describe(node))")
+        }
+        return value
+    }
+
+    private func transportList(_ node: Node, protocolKind: HubProtocolKind) throws(ScenarioError) -> [HubTransport] {
+        let field = "hub.transports"
+        guard case .sequence(let sequence) = node else {
+            throw error(
+                at: node, field: field,
+                "expected a list of transports in the order to try them, like [websockets, server_sent_events, "
+                    + "long_polling], got \(describe(node))")
+        }
+        guard !sequence.isEmpty else {
+            throw error(at: node, field: field, "expected at least one transport (leave the field out to allow all three)")
+        }
+        var transports: [HubTransport] = []
+        for (index, item) in sequence.enumerated() {
+            let transport: HubTransport = try choice(item, field: "\(field)[\(index)]")
+            if transports.contains(transport) {
+                throw error(at: item, field: "\(field)[\(index)]", "'\(transport.rawValue)' is already listed")
+            }
+            if transport == .serverSentEvents, protocolKind == .messagePack {
+                throw error(
+                    at: item, field: field,
+                    "MessagePack cannot use server_sent_events (Server-Sent Events carry text only): "
+                        + "remove it or use 'protocol: json'")
+            }
+            transports.append(transport)
+        }
+        return transports
+    }
+
+    /// A literal token, `{env: NAME}` or `{file: PATH}`. No message here ever repeats what was written
+    /// as the token (it may be the secret itself).
+    private func tokenSource(_ node: Node) throws(ScenarioError) -> TokenSource? {
+        let field = "hub.access_token"
+        switch node {
+        case .scalar(let scalar):
+            if isNull(node) { return nil }
+            let token = scalar.string
+            guard !token.isEmpty else {
+                throw error(at: node, field: field, "the access_token value is empty")
+            }
+            guard !token.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) else {
+                throw error(at: node, field: field, "the access_token value cannot contain line breaks or NUL characters")
+            }
+            if token.hasPrefix("$"), isEnvironmentName(token.dropFirst().trimmingCharacters(in: CharacterSet(charactersIn: "{}"))) {
+                throw error(
+                    at: node, field: field,
+                    "the access_token value looks like a shell variable, but Stampede does not expand variables: "
+                        + "use {env: NAME} to read the token from the environment")
+            }
+            return .literal(token)
+        case .mapping(let mapping):
+            let fields = try Fields(mapping, path: field, known: Keys.accessToken, reader: self, hideUnknownKeys: true)
+            switch (fields["env"], fields["file"]) {
+            case (let env?, nil):
+                guard case .scalar(let scalar) = env, !isNull(env), isEnvironmentName(scalar.string) else {
+                    throw error(
+                        at: env, field: "\(field).env",
+                        "expected the name of an environment variable (letters, digits and '_', not starting with a digit), "
+                            + "as in {env: HUB_TOKEN}\(describeUnlessText(env))")
+                }
+                return .environment(scalar.string)
+            case (nil, let file?):
+                guard case .scalar(let scalar) = file, !isNull(file), !scalar.string.isEmpty,
+                    !scalar.string.unicodeScalars.contains("\0")
+                else {
+                    throw error(
+                        at: file, field: "\(field).file",
+                        "expected the path of a file holding the token, as in {file: secrets/hub-token}\(describeUnlessText(file))")
+                }
+                return .file(scalar.string)
+            case (.some, .some):
+                throw error(at: node, field: field, "give either 'env' or 'file', not both")
+            case (nil, nil):
+                throw error(at: node, field: field, "expected 'env' or 'file', as in {env: HUB_TOKEN}, got an empty mapping")
+            }
+        default:
+            throw error(
+                at: node, field: field,
+                "expected a token, {env: NAME} or {file: PATH}, got \(describe(node))")
+        }
+    }
+
+    /// ", got a list" for structure, nothing for scalar text (which may be a misplaced secret).
+    private func describeUnlessText(_ node: Node) -> String {
+        if case .scalar = node, !isNull(node) { return "" }
+        return ", got \(describe(node))"
+    }
+
+    private func hubCall(_ node: Node, field: String) throws(ScenarioError) -> HubCall? {
+        if isNull(node) { return nil }
+        guard case .mapping(let mapping) = node else {
+            throw error(
+                at: node, field: field,
+                "expected a mapping like {method: JoinGroup, arguments: [\"room-{client%10}\"]}, got \(describe(node))")
+        }
+        let fields = try Fields(mapping, path: field, known: Keys.hubCall, reader: self)
+        guard let methodNode = fields["method"] else {
+            throw error(at: node, field: "\(field).method", "missing required field 'method'")
+        }
+        let method = try methodName(methodNode, field: "\(field).method")
+        var arguments: [ArgumentTemplate] = []
+        if let node = fields["arguments"] {
+            arguments = try argumentList(node, field: "\(field).arguments", allowStamp: false)
+        }
+        return HubCall(method: method, arguments: arguments)
+    }
+
+    private func methodName(_ node: Node, field: String) throws(ScenarioError) -> String {
+        let name = try string(node, field: field, expecting: "a method name")
+        guard !name.isEmpty,
+            !name.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.properties.generalCategory == .control })
+        else {
+            throw error(at: node, field: field, "expected a method name without spaces or control characters, got \(describe(node))")
+        }
+        return name
+    }
+
+    private func argumentList(_ node: Node, field: String, allowStamp: Bool) throws(ScenarioError) -> [ArgumentTemplate] {
+        if isNull(node) { return [] }
+        guard case .sequence(let sequence) = node else {
+            throw error(at: node, field: field, "expected a list of arguments like [\"{stamp}\", 42], got \(describe(node))")
+        }
+        var arguments: [ArgumentTemplate] = []
+        for (index, item) in sequence.enumerated() {
+            arguments.append(try argument(item, field: "\(field)[\(index)]", allowStamp: allowStamp))
+        }
+        return arguments
+    }
+
+    private func argument(_ node: Node, field: String, allowStamp: Bool) throws(ScenarioError) -> ArgumentTemplate {
+        let expectation = "expected text, a number, true/false or null"
+        switch node {
+        case .mapping(let mapping):
+            // `- {stamp}` unquoted is the YAML mapping {stamp: null}.
+            if mapping.count == 1, let entry = mapping.first, case .scalar(let scalar) = entry.key, isNull(entry.value) {
+                throw error(
+                    at: node, field: field,
+                    "\(expectation), got a mapping: unquoted braces make a YAML mapping, so write \"{\(scalar.string)}\" in quotes")
+            }
+            throw error(at: node, field: field, "\(expectation), got a mapping (arguments cannot be objects)")
+        case .sequence:
+            throw error(at: node, field: field, "\(expectation), got a list (arguments cannot be lists)")
+        case .alias:
+            throw error(at: node, field: field, "\(expectation), got \(describe(node))")
+        case .scalar(let scalar):
+            switch node.tag.rawValue {
+            case Tag.Name.null.rawValue:
+                return .null
+            case Tag.Name.bool.rawValue:
+                guard let value = Bool.construct(from: scalar) else { break }
+                return .boolean(value)
+            case Tag.Name.int.rawValue:
+                guard let value = Int64.construct(from: scalar) else {
+                    throw error(
+                        at: node, field: field,
+                        "expected an integer from \(Int64.min) to \(Int64.max), got \(describe(node))")
+                }
+                return .integer(value)
+            case Tag.Name.float.rawValue:
+                guard let value = Double.construct(from: scalar), value.isFinite else {
+                    throw error(
+                        at: node, field: field, "expected a finite number (JSON has no NaN or infinity), got \(describe(node))")
+                }
+                return .number(value)
+            default:
+                break
+            }
+            // Strings, and scalars of other kinds (timestamps, custom tags) as written.
+            let text = scalar.string
+            if text == "{stamp}" {
+                guard allowStamp else {
+                    throw error(
+                        at: node, field: field,
+                        "'{stamp}' is only for the arguments of the scheduled call (hub.arguments), not for join")
+                }
+                return .stamp
+            }
+            switch parseTemplate(text) {
+            case .success(let parts): return .text(parts)
+            case .failure(let problem): throw error(at: node, field: field, problem.message)
+            }
+        }
+    }
+
+    private func clientResultList(_ node: Node, receiveMethod: String?) throws(ScenarioError) -> [ClientResult] {
+        let field = "hub.client_results"
+        if isNull(node) { return [] }
+        guard case .mapping(let mapping) = node else {
+            throw error(
+                at: node, field: field,
+                "expected a mapping of client method names to the text each answers with, like {GetClientResult: ok}, "
+                    + "got \(describe(node))")
+        }
+        var results: [ClientResult] = []
+        var seen: [String: Int] = [:]
+        for (keyNode, valueNode) in mapping {
+            let method = try methodName(keyNode, field: field)
+            let entryField = "\(field).\(method)"
+            // SignalR clients look handlers up case-insensitively.
+            let lowercased = method.lowercased()
+            if let line = seen[lowercased] {
+                throw error(
+                    at: keyNode, field: entryField,
+                    "client method '\(method)' is already given at line \(line) (method names are case-insensitive)")
+            }
+            if let receiveMethod, receiveMethod.lowercased() == lowercased {
+                throw error(
+                    at: keyNode, field: entryField,
+                    "'\(method)' is also the 'receive' method: a client method either returns a result or carries stamps")
+            }
+            seen[lowercased] = keyNode.mark?.line ?? 0
+            guard case .scalar(let scalar) = valueNode, valueNode.tag.rawValue == Tag.Name.str.rawValue else {
+                throw error(
+                    at: valueNode, field: entryField,
+                    "expected the text to answer with (quote numbers and booleans, as in \"42\"), got \(describe(valueNode))")
+            }
+            results.append(ClientResult(method: method, value: scalar.string))
+        }
+        return results
+    }
+
+    private func reconnectSpec(_ node: Node) throws(ScenarioError) -> ReconnectSpec {
+        let field = "hub.reconnect"
+        let form = "expected 'none', 'default' (0s, 2s, 10s, 30s) or a list of delays like [0s, 2s, 10s]"
+        switch node {
+        case .scalar(let scalar):
+            if isNull(node) { return .none }
+            guard node.tag.rawValue == Tag.Name.str.rawValue else { break }
+            switch scalar.string {
+            case "none": return .none
+            case "default": return .signalRDefault
+            default: break
+            }
+        case .sequence(let sequence):
+            guard !sequence.isEmpty else {
+                throw error(at: node, field: field, "an empty list never reconnects: write 'reconnect: none' instead")
+            }
+            var delays: [Double] = []
+            for (index, item) in sequence.enumerated() {
+                delays.append(try duration(item, field: "\(field)[\(index)]", allowZero: true))
+            }
+            return .delays(delays)
+        default:
+            break
+        }
+        throw error(at: node, field: field, "\(form), got \(describe(node))")
+    }
+}
+
+private func isEnvironmentName(_ text: some StringProtocol) -> Bool {
+    guard let first = text.unicodeScalars.first, first == "_" || ("a"..."z").contains(first) || ("A"..."Z").contains(first)
+    else { return false }
+    return text.unicodeScalars.allSatisfy { $0 == "_" || isAlphanumeric($0) }
+}
+
+private struct TemplateProblem: Error {
+    var message: String
+    init(_ message: String) { self.message = message }
+}
+
+private let templatePlaceholders = "{client}, {client%N}, {user}, {sequence}, and {stamp} as a whole argument"
+
+/// Literal text with `{client}`, `{client%N}`, `{user}` and `{sequence}`; `{{` and `}}` are literal braces.
+private func parseTemplate(_ text: String) -> Result<[TemplatePart], TemplateProblem> {
+    let scalars = Array(text.unicodeScalars)
+    var parts: [TemplatePart] = []
+    var literal = String.UnicodeScalarView()
+    func flush() {
+        if !literal.isEmpty {
+            parts.append(.literal(String(literal)))
+            literal = String.UnicodeScalarView()
+        }
+    }
+    var index = 0
+    while index < scalars.count {
+        let scalar = scalars[index]
+        let next = index + 1 < scalars.count ? scalars[index + 1] : nil
+        if scalar == "{", next == "{" {
+            literal.append("{")
+            index += 2
+        } else if scalar == "}", next == "}" {
+            literal.append("}")
+            index += 2
+        } else if scalar == "}" {
+            return .failure(TemplateProblem("unmatched '}' (write '}}' for a literal brace)"))
+        } else if scalar == "{" {
+            guard let close = scalars[(index + 1)...].firstIndex(of: "}") else {
+                return .failure(TemplateProblem("unclosed '{' (write '{{' for a literal brace)"))
+            }
+            let name = String(String.UnicodeScalarView(scalars[(index + 1)..<close]))
+            switch placeholder(name) {
+            case .success(let part):
+                flush()
+                parts.append(part)
+            case .failure(let problem):
+                return .failure(problem)
+            }
+            index = close + 1
+        } else {
+            literal.append(scalar)
+            index += 1
+        }
+    }
+    flush()
+    return .success(parts)
+}
+
+private func placeholder(_ name: String) -> Result<TemplatePart, TemplateProblem> {
+    switch name {
+    case "client": return .success(.client)
+    case "user": return .success(.user)
+    case "sequence": return .success(.sequence)
+    case "stamp":
+        return .failure(TemplateProblem("'{stamp}' must be the whole argument: give it as an argument of its own, \"{stamp}\""))
+    default: break
+    }
+    if name.hasPrefix("client%") {
+        let digits = name.dropFirst("client%".count)
+        guard !digits.isEmpty, digits.count <= 7, digits.allSatisfy(\.isASCIIDigit), let modulus = Int(digits),
+            (1...1_000_000).contains(modulus)
+        else {
+            return .failure(TemplateProblem("expected {client%N} with N from 1 to 1000000, got '{\(name)}'"))
+        }
+        return .success(.clientModulo(modulus))
+    }
+    var message = "unknown placeholder '{\(name)}'"
+    if let suggestion = closestKey(to: name, in: ["client", "user", "sequence", "stamp"]) {
+        message += "; did you mean '{\(suggestion)}'?"
+    }
+    return .failure(
+        TemplateProblem(message + " (valid placeholders: \(templatePlaceholders); write '{{' and '}}' for literal braces)"))
+}
+
 // MARK: - Scalars
 
 private func isNull(_ node: Node) -> Bool {
@@ -646,18 +1152,23 @@ private let loopbackOnly =
 private func parseTarget(_ text: String) -> Result<Target, TargetProblem> {
     if text == "embedded" { return .success(.embedded) }
     guard let schemeEnd = text.range(of: "://") else {
-        return .failure(TargetProblem("expected 'embedded' or a ws://HOST:PORT/PATH URL, got '\(text)'"))
+        return .failure(
+            TargetProblem("expected 'embedded', a ws://HOST:PORT/PATH or an http://HOST:PORT/PATH URL, got '\(text)'"))
     }
     let scheme = text[..<schemeEnd.lowerBound].lowercased()
-    guard scheme == "ws" else {
+    guard scheme == "ws" || scheme == "http" else {
         if scheme == "wss" {
             return .failure(TargetProblem("wss:// (TLS) is not supported: use a ws:// URL"))
         }
-        return .failure(TargetProblem("unsupported scheme '\(scheme)://': target must be 'embedded' or a ws:// URL"))
+        if scheme == "https" {
+            return .failure(TargetProblem("https:// (TLS) is not supported: use an http:// URL"))
+        }
+        return .failure(
+            TargetProblem("unsupported scheme '\(scheme)://': target must be 'embedded', a ws:// URL or an http:// URL"))
     }
     let rest = text[schemeEnd.upperBound...]
     guard !rest.contains("#") else {
-        return .failure(TargetProblem("a WebSocket URL cannot have a fragment ('#...')"))
+        return .failure(TargetProblem("a target URL cannot have a fragment ('#...')"))
     }
     let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
     let authority = rest[..<authorityEnd]
@@ -682,7 +1193,7 @@ private func parseTarget(_ text: String) -> Result<Target, TargetProblem> {
     } else {
         let parts = authority.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count <= 2 else {
-            return .failure(TargetProblem("IPv6 addresses must be in brackets, as in ws://[::1]:8765/"))
+            return .failure(TargetProblem("IPv6 addresses must be in brackets, as in \(scheme)://[::1]:8765/"))
         }
         host = parts[0]
         portText = parts.count == 2 ? parts[1] : nil
@@ -716,7 +1227,8 @@ private func parseTarget(_ text: String) -> Result<Target, TargetProblem> {
     guard path.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
         return .failure(TargetProblem("the target URL's path may only contain printable ASCII without spaces (percent-encode the rest)"))
     }
-    return .success(.webSocket(url: WebSocketURL(host: String(host), port: port, path: path)))
+    let url = WebSocketURL(host: String(host), port: port, path: path)
+    return .success(scheme == "http" ? .http(url: url) : .webSocket(url: url))
 }
 
 // MARK: - Suggestions
@@ -778,4 +1290,68 @@ extension ScenarioLoader {
 
     /// Why a target string was refused.
     public struct TargetError: Error, Sendable { public var message: String }
+}
+
+extension ScenarioLoader {
+    /// Why `target` cannot be used with `workload`, or nil when it can. The loader applies this to the
+    /// `target` field; use it for `--target` overrides too.
+    public static func targetProblem(_ target: Target, workload: Workload) -> String? {
+        switch (workload, target) {
+        case (_, .embedded), (.chat, .webSocket), (.hub, .http): return nil
+        case (.chat, .http):
+            return "the chat workload needs 'embedded' or a ws:// URL; an http:// target is a SignalR hub's URL, "
+                + "for 'workload: hub'"
+        case (.hub, .webSocket):
+            return "the hub workload needs 'embedded' or the hub's http:// URL (Stampede switches to ws:// itself "
+                + "for the WebSockets transport), got a ws:// URL"
+        }
+    }
+
+    /// Reads a hub access token where `source` says, at the start of a run.
+    ///
+    /// Errors name the field `hub.access_token` (and the variable or file), never the token itself.
+    /// A file's single trailing newline (`\n` or `\r\n`) is removed.
+    ///
+    /// - Parameter scenarioFile: Used in error messages (`Scenario.file`).
+    public static func resolveToken(_ source: TokenSource, scenarioFile: String = "") throws(ScenarioError) -> String {
+        func failure(_ message: String) -> ScenarioError {
+            ScenarioError(file: scenarioFile, line: 0, field: "hub.access_token", message: message)
+        }
+        let token: String
+        let origin: String
+        switch source {
+        case .literal(let value):
+            token = value
+            origin = "the access_token value"
+        case .environment(let name):
+            guard let value = ProcessInfo.processInfo.environment[name] else {
+                throw failure("environment variable '\(name)' is not set")
+            }
+            token = value
+            origin = "environment variable '\(name)'"
+        case .file(let path):
+            let data: Data
+            do {
+                data = try Data(contentsOf: URL(fileURLWithPath: path))
+            } catch {
+                throw failure("cannot read the token file '\(path)': \(readFailureReason(error, path: path))")
+            }
+            guard var text = String(data: data, encoding: .utf8) else {
+                throw failure("the token file '\(path)' is not UTF-8 text")
+            }
+            // "\r\n" is a single Character in Swift.
+            if text.hasSuffix("\n") || text.hasSuffix("\r\n") {
+                text.removeLast()
+            }
+            token = text
+            origin = "the token file '\(path)'"
+        }
+        guard !token.isEmpty else {
+            throw failure("\(origin) is empty")
+        }
+        guard !token.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) else {
+            throw failure("\(origin) holds line breaks or NUL characters, which cannot go into a header")
+        }
+        return token
+    }
 }

@@ -44,10 +44,7 @@ public enum ChatCodec {
             p = pre.count
         }
         let textStart = p
-        p = writeField(out, p, UInt8(ascii: "s"), UInt64(stamp.sender))
-        p = writeField(out, p, UInt8(ascii: "q"), UInt64(stamp.sequence))
-        p = writeField(out, p, UInt8(ascii: "t"), stamp.intendedNs)
-        p = writeField(out, p, UInt8(ascii: "a"), stamp.actualNs)
+        p += writeStamp(stamp, into: out + p)
         let padEnd = textStart + textSize
         if p < padEnd {
             (out + p).initializeMemory(as: UInt8.self, repeating: UInt8(ascii: "x"), count: padEnd - p)
@@ -57,7 +54,7 @@ public enum ChatCodec {
         return p + suffix.count
     }
 
-    @inline(__always)
+    @usableFromInline @inline(__always)
     static func writeField(_ out: UnsafeMutableRawPointer, _ at: Int, _ tag: UInt8, _ value: UInt64) -> Int {
         out.storeBytes(of: tag, toByteOffset: at, as: UInt8.self)
         var p = at + 1
@@ -75,19 +72,34 @@ public enum ChatCodec {
         return p + 1
     }
 
-    @inlinable
+    @usableFromInline
     static func hexDigits(_ v: UInt64) -> Int { v == 0 ? 1 : (64 - v.leadingZeroBitCount + 3) / 4 }
+
+    /// Writes the stamp text `s…:q…:t…:a…:` (hex fields) at `out`; returns its length
+    /// (`stampLength(stamp)`, at most 56 bytes).
+    @inlinable
+    public static func writeStamp(_ stamp: ChatStamp, into out: UnsafeMutableRawPointer) -> Int {
+        var p = writeField(out, 0, UInt8(ascii: "s"), UInt64(stamp.sender))
+        p = writeField(out, p, UInt8(ascii: "q"), UInt64(stamp.sequence))
+        p = writeField(out, p, UInt8(ascii: "t"), stamp.intendedNs)
+        return writeField(out, p, UInt8(ascii: "a"), stamp.actualNs)
+    }
+
+    /// Reads a stamp written by `writeStamp` at the start of `bytes` (padding after it is ignored).
+    public static func parseStamp(_ bytes: UnsafeRawBufferPointer) -> ChatStamp? {
+        var i = 0
+        guard let s = readField(bytes, &i, UInt8(ascii: "s")), s <= UInt64(UInt32.max),
+              let q = readField(bytes, &i, UInt8(ascii: "q")), q <= UInt64(UInt32.max),
+              let t = readField(bytes, &i, UInt8(ascii: "t")),
+              let a = readField(bytes, &i, UInt8(ascii: "a")) else { return nil }
+        return ChatStamp(sender: UInt32(s), sequence: UInt32(q), intendedNs: t, actualNs: a)
+    }
 
     /// Finds the stamp in any JSON object that has a `"message"` string field starting with one,
     /// whatever the key order or whitespace (servers reformat). Nil if there is none.
     public static func readStamp(_ json: UnsafeRawBufferPointer) -> ChatStamp? {
         guard let start = findStringValue(json, key: messageKey) else { return nil }
-        var i = start
-        guard let s = readField(json, &i, UInt8(ascii: "s")), s <= UInt64(UInt32.max),
-              let q = readField(json, &i, UInt8(ascii: "q")), q <= UInt64(UInt32.max),
-              let t = readField(json, &i, UInt8(ascii: "t")),
-              let a = readField(json, &i, UInt8(ascii: "a")) else { return nil }
-        return ChatStamp(sender: UInt32(s), sequence: UInt32(q), intendedNs: t, actualNs: a)
+        return parseStamp(UnsafeRawBufferPointer(rebasing: json[start...]))
     }
 
     static let messageKey: [UInt8] = Array(#""message""#.utf8)

@@ -58,7 +58,7 @@ struct Run: ParsableCommand {
     @Option(help: "Folder to write results into.")
     var results: String = "results"
 
-    @Option(help: "Override the scenario's target ('embedded' or a loopback ws:// URL).")
+    @Option(help: "Override the scenario's target ('embedded', or a loopback ws:// URL for chat, http:// for hub).")
     var target: String?
 
     @Option(help: "Override the number of clients.")
@@ -81,7 +81,12 @@ struct Run: ParsableCommand {
         }
         if let t = target {
             switch ScenarioLoader.parseTarget(t) {
-            case .success(let parsed): s.target = parsed
+            case .success(let parsed):
+                if let problem = ScenarioLoader.targetProblem(parsed, workload: s.workload) {
+                    FileHandle.standardError.write(Data("error: --target: \(problem)\n".utf8))
+                    throw ExitCode(ExitStatus.badInput)
+                }
+                s.target = parsed
             case .failure(let problem):
                 FileHandle.standardError.write(Data("error: --target: \(problem.message)\n".utf8))
                 throw ExitCode(ExitStatus.badInput)

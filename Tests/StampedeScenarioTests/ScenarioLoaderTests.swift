@@ -239,7 +239,7 @@ func everyRequiredFieldIsRequired(field: String) throws {
     ("connect_rate: 1e9", "connect_rate", "expected a number > 0 and ≤ 1000000, got '1e9'"),
     ("connect_rate: null", "connect_rate", "expected a number > 0, got nothing"),
     ("message: 5", "message", "expected a mapping with 'rate' and/or 'size', got '5'"),
-    ("workload: signalr", "workload", "expected one of 'chat', got 'signalr'"),
+    ("workload: signalr", "workload", "expected one of 'chat', 'hub', got 'signalr'"),
     ("load_model: half-open", "load_model", "expected one of 'open', 'closed', got 'half-open'"),
     ("seed: -1", "seed", "expected an integer from 0 to 18446744073709551615, got '-1'"),
     ("seed: 1.5", "seed", "expected an integer from 0 to 18446744073709551615, got '1.5'"),
@@ -371,9 +371,10 @@ func nonLoopbackTargetIsRejected(url: String) throws {
 
 @Test(arguments: [
     ("wss://127.0.0.1/", "wss:// (TLS) is not supported: use a ws:// URL"),
-    ("http://127.0.0.1/", "unsupported scheme 'http://': target must be 'embedded' or a ws:// URL"),
-    ("127.0.0.1:8765", "expected 'embedded' or a ws://HOST:PORT/PATH URL, got '127.0.0.1:8765'"),
-    ("Embedded", "expected 'embedded' or a ws://HOST:PORT/PATH URL, got 'Embedded'"),
+    ("https://127.0.0.1/", "https:// (TLS) is not supported: use an http:// URL"),
+    ("ftp://127.0.0.1/", "unsupported scheme 'ftp://': target must be 'embedded', a ws:// URL or an http:// URL"),
+    ("127.0.0.1:8765", "expected 'embedded', a ws://HOST:PORT/PATH or an http://HOST:PORT/PATH URL, got '127.0.0.1:8765'"),
+    ("Embedded", "expected 'embedded', a ws://HOST:PORT/PATH or an http://HOST:PORT/PATH URL, got 'Embedded'"),
     ("ws://127.0.0.1:0/", "expected a port from 1 to 65535 in the target URL, got '0'"),
     ("ws://127.0.0.1:65536/", "expected a port from 1 to 65535 in the target URL, got '65536'"),
     ("ws://127.0.0.1:/", "expected a port from 1 to 65535 in the target URL, got ''"),
@@ -381,7 +382,8 @@ func nonLoopbackTargetIsRejected(url: String) throws {
     ("ws://::1:80/", "IPv6 addresses must be in brackets, as in ws://[::1]:8765/"),
     ("ws:///chat", "the target URL has no host"),
     ("ws://user@127.0.0.1/", "user names and passwords ('user@') are not supported in the target URL"),
-    ("ws://127.0.0.1/chat#top", "a WebSocket URL cannot have a fragment ('#...')"),
+    ("ws://127.0.0.1/chat#top", "a target URL cannot have a fragment ('#...')"),
+    ("http://::1:80/", "IPv6 addresses must be in brackets, as in http://[::1]:8765/"),
     ("\"ws://127.0.0.1/a b\"", "the target URL's path may only contain printable ASCII without spaces (percent-encode the rest)"),
 ])
 func malformedTargetsAreRejected(target: String, message: String) throws {

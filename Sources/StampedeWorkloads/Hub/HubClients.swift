@@ -1,0 +1,1142 @@
+import Foundation
+import StampedeLoop
+import StampedeMetrics
+import StampedeScenario
+import StampedeWire
+
+/// Everything one loop's hub clients share: where the hub is and what each client does.
+public struct HubPlan: Sendable {
+    public var totalClients: Int
+    /// Global indices of the clients on this loop.
+    public var globalIndices: [Int]
+    public var connectRate: Double
+    public var loadModel: LoadModel
+    /// Open model: calls per second over all clients.
+    public var totalRate: Double
+    public var thinkTimeNs: UInt64
+    /// Size of the `{stamp}` argument text.
+    public var messageSize: Int
+    public var spec: HubSpec
+    /// The hub's base URL (negotiate is appended to its path).
+    public var base: HubURL
+    /// The bearer token, already resolved (never logged).
+    public var accessToken: String?
+    /// Extra request headers, rendered `Name: value\r\n`.
+    public var extraHeaderLines: [UInt8]
+    public var connectTimeoutNs: UInt64
+    public var maxMessageBytes: Int
+    public var sourceAddresses: [UInt32]
+    public var runTag: String
+
+    public init(totalClients: Int, globalIndices: [Int], connectRate: Double, loadModel: LoadModel, totalRate: Double,
+                thinkTimeNs: UInt64, messageSize: Int, spec: HubSpec, base: HubURL, accessToken: String?,
+                extraHeaderLines: [UInt8], connectTimeoutNs: UInt64, maxMessageBytes: Int, sourceAddresses: [UInt32], runTag: String) {
+        self.totalClients = totalClients; self.globalIndices = globalIndices; self.connectRate = connectRate
+        self.loadModel = loadModel; self.totalRate = totalRate; self.thinkTimeNs = thinkTimeNs; self.messageSize = messageSize
+        self.spec = spec; self.base = base; self.accessToken = accessToken; self.extraHeaderLines = extraHeaderLines
+        self.connectTimeoutNs = connectTimeoutNs; self.maxMessageBytes = maxMessageBytes; self.sourceAddresses = sourceAddresses
+        self.runTag = runTag
+    }
+}
+
+/// Simulated ASP.NET Core SignalR clients (workloads.md §1) for one event loop, generic over the
+/// hub protocol so the per-message code is specialised for JSON or MessagePack.
+///
+/// Each client owns up to two TCP connections: `main` (the WebSocket, the SSE stream or the
+/// long poll) and `side` (negotiate, and the POSTs that carry client messages on SSE and long
+/// polling). Latency stamps travel inside the invocation id (ids are the caller's choice), so
+/// a Completion or StreamItem carries its own send times and no per-call table is kept.
+public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWorkload, @unchecked Sendable {
+    enum Phase: UInt8 { case idle, negotiating, connecting, handshaking, joining, connected, waitingToReconnect, closing, ended }
+    enum MainState: UInt8 { case none, tcp, wsUpgrade, wsOpen, sseHead, sseStream, pollFirst, pollWaiting, pollIdle }
+    enum SideState: UInt8 { case none, tcp, idle, negotiate, post, delete }
+    enum Role: UInt8 { case main = 1, side = 2 }
+
+    struct Client {
+        var phase: Phase = .idle
+        var epoch: UInt32 = 0
+        var transportIndex = 0
+        var transport: HubTransport = .webSockets
+        var base: HubURL
+        var redirects = 0
+        var redirectToken: String? = nil
+        var negotiated: NegotiatedConnection? = nil
+        var main = ConnectionID(index: .max, generation: 0)
+        var side = ConnectionID(index: .max, generation: 0)
+        var mainState = MainState.none
+        var sideState = SideState.none
+        var mainHTTP = HTTPResponseParser()
+        var sideHTTP = HTTPResponseParser()
+        var sse = SSEParser()
+        /// SSE body bytes not yet consumed by the event parser.
+        var sseBytes: [UInt8] = []
+        var receiver = WebSocketReceiver(role: .client, maxMessageBytes: 1)
+        var wsKey = ""
+        var sideBody: [UInt8] = []
+        var sideStatus = 0
+        /// Framed hub messages waiting for the side connection (SSE and long polling).
+        var postQueue: [UInt8] = []
+        /// Hub bytes received but not yet a complete message.
+        var inbound: [UInt8] = []
+        var handshakeDone = false
+        var nextSequence: UInt32 = 0
+        var dueSequence: UInt32 = 0
+        var scheduleStartNs: UInt64 = 0
+        var outstanding: UInt32 = 0
+        var lastSentNs: UInt64 = 0
+        var lastReceivedNs: UInt64 = 0
+        var phaseStartNs: UInt64 = 0
+        var reconnectAttempts = 0
+        var everConnected = false
+        init(base: HubURL) { self.base = base }
+    }
+
+    public let loop: EventLoop
+    public let plan: HubPlan
+    public var metrics = MetricsShard()
+    var random: FastRandom
+    var clients: [Client]
+    var slotClient: [Int32] = []
+    var slotRole: [UInt8] = []
+    var scratch: UnsafeMutableRawBufferPointer
+    let address: SocketAddress
+    let hostHeader: [UInt8]
+    let reconnectPolicy: ReconnectPolicy
+    var userNames: [[UInt8]]
+    var phase: ChatWorkload.Phase = .idle
+    var intervalNs: UInt64 = 0
+    var messagesEndNs: UInt64 = 0
+    public private(set) var openCount = 0
+    public private(set) var inFlightConnects = 0
+    public private(set) var notYetStarted: Int
+    public private(set) var totalOutstanding: UInt64 = 0
+
+    enum TimerKind: UInt64 { case connect = 1, send = 2, handshakeTimeout = 3, reconnect = 4, keepAliveSweep = 5, closeTimeout = 6 }
+
+    public init(loop: EventLoop, plan: HubPlan, address: SocketAddress, random: FastRandom) {
+        self.loop = loop
+        self.plan = plan
+        self.address = address
+        self.random = random
+        hostHeader = HTTPClientRequest.hostValue(host: plan.base.host, port: plan.base.port, defaultPort: 80)
+        clients = Array(repeating: Client(base: plan.base), count: plan.globalIndices.count)
+        notYetStarted = plan.globalIndices.count
+        reconnectPolicy = ReconnectPolicy(plan.spec.reconnect)
+        userNames = plan.globalIndices.map { Array("\(plan.runTag)-user-\($0)".utf8) }
+        scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: max(64 * 1024, plan.messageSize * 2 + 4096), alignment: 16)
+        loop.handler = self
+    }
+
+    deinit { scratch.deallocate() }
+
+    // MARK: LoopWorkload
+
+    public var liveClients: Int {
+        clients.reduce(0) { $0 + ($1.phase == .idle || $1.phase == .ended ? 0 : 1) }
+    }
+
+    public func beginRampUp(startNs: UInt64) {
+        phase = .rampUp
+        let spacing = 1e9 / plan.connectRate
+        for (k, g) in plan.globalIndices.enumerated() {
+            loop.schedule(at: startNs + UInt64(Double(g) * spacing), token: token(.connect, k))
+        }
+        loop.schedule(at: startNs + 1_000_000_000, token: token(.keepAliveSweep, 0))
+    }
+
+    public func beginMessages(startNs: UInt64, endNs: UInt64) {
+        phase = .messages
+        messagesEndNs = endNs
+        guard plan.spec.operation != .none, plan.spec.call != nil else { return }
+        switch plan.loadModel {
+        case .open:
+            guard plan.totalRate > 0 else { return }
+            intervalNs = UInt64(Double(plan.totalClients) / plan.totalRate * 1e9)
+            for (k, g) in plan.globalIndices.enumerated() where clients[k].phase == .connected {
+                let first = startNs + UInt64(Double(intervalNs) * Double(g) / Double(plan.totalClients))
+                clients[k].scheduleStartNs = first
+                if first < endNs { loop.schedule(at: first, token: token(.send, k)) }
+            }
+        case .closed:
+            let spread = max(plan.thinkTimeNs, 10_000_000)
+            for k in clients.indices where clients[k].phase == .connected {
+                let first = startNs + random.next() % spread
+                if first < endNs { loop.schedule(at: first, token: token(.send, k)) }
+            }
+        }
+    }
+
+    public func beginDrain() {
+        if phase == .messages || phase == .rampUp { phase = .draining }
+    }
+
+    public func closeAll(lostReason: LossReason) {
+        phase = .closing
+        for k in clients.indices {
+            loseOutstanding(k, lostReason)
+            switch clients[k].phase {
+            case .idle, .ended: continue
+            case .waitingToReconnect:
+                setPhase(k, .ended)
+            default:
+                closeGracefully(k)
+            }
+        }
+    }
+
+    // MARK: Timers
+
+    @inline(__always) func token(_ kind: TimerKind, _ client: Int, epoch: UInt32 = 0) -> UInt64 {
+        kind.rawValue << 52 | UInt64(epoch & 0xF_FFFF) << 32 | UInt64(client)
+    }
+
+    public func timerFired(token: UInt64, deadline: UInt64, loop: EventLoop) {
+        let k = Int(token & 0xFFFF_FFFF)
+        let epoch = UInt32((token >> 32) & 0xF_FFFF)
+        switch TimerKind(rawValue: token >> 52) {
+        case .connect:
+            notYetStarted -= 1
+            if phase == .rampUp { start(k) }
+        case .send:
+            guard phase == .messages, clients[k].phase == .connected else { return }
+            switch plan.loadModel {
+            case .open:
+                clients[k].dueSequence += 1
+                sendDue(k)
+                let next = deadline + intervalNs
+                if next < messagesEndNs { loop.schedule(at: next, token: token) }
+            case .closed:
+                let seq = clients[k].nextSequence
+                clients[k].nextSequence += 1
+                call(k, sequence: seq, intendedNs: deadline)
+            }
+        case .handshakeTimeout:
+            guard clients[k].epoch & 0xF_FFFF == epoch, clients[k].phase == .handshaking || clients[k].phase == .negotiating
+                    || clients[k].phase == .connecting else { return }
+            fail(k, clients[k].phase == .handshaking ? .handshakeTimeout : .connectTimeout)
+        case .reconnect:
+            guard clients[k].epoch & 0xF_FFFF == epoch, clients[k].phase == .waitingToReconnect else { return }
+            if phase == .closing { setPhase(k, .ended); return }
+            start(k)
+        case .closeTimeout:
+            guard clients[k].epoch & 0xF_FFFF == epoch, clients[k].phase == .closing else { return }
+            closeMain(k)
+            closeSide(k)
+            setPhase(k, .ended)
+        case .keepAliveSweep:
+            keepAliveSweep(now: EventLoop.now())
+            if phase != .closing { loop.schedule(at: deadline + 1_000_000_000, token: token) }
+        case nil:
+            break
+        }
+    }
+
+    /// Once a second: ping clients that sent nothing for a keep-alive interval, and fail those
+    /// that heard nothing for the server timeout (§5). Long polling has neither.
+    func keepAliveSweep(now: UInt64) {
+        let keepAlive = UInt64(plan.spec.keepAliveSeconds * 1e9)
+        let serverTimeout = UInt64(plan.spec.serverTimeoutSeconds * 1e9)
+        for k in clients.indices where clients[k].phase == .connected || clients[k].phase == .joining {
+            guard clients[k].transport != .longPolling else { continue }
+            if now - clients[k].lastReceivedNs >= serverTimeout {
+                fail(k, .serverTimeout)
+                continue
+            }
+            if now - clients[k].lastSentNs >= keepAlive {
+                sendHub(k) { out in Codec.writePing(into: out) }
+            }
+        }
+    }
+
+    // MARK: Phases
+
+    static func isConnecting(_ p: Phase) -> Bool { p == .negotiating || p == .connecting || p == .handshaking || p == .joining }
+
+    /// Moves a client to `next`, keeping `openCount` and `inFlightConnects` equal to the number of
+    /// clients connected and connecting.
+    func setPhase(_ k: Int, _ next: Phase) {
+        let old = clients[k].phase
+        guard old != next else { return }
+        if Self.isConnecting(old) { inFlightConnects -= 1 }
+        if old == .connected { openCount -= 1; metrics.count(.disconnected) }
+        if Self.isConnecting(next) { inFlightConnects += 1 }
+        if next == .connected { openCount += 1 }
+        clients[k].phase = next
+    }
+
+    // MARK: Connecting
+
+    /// Starts (or restarts) a client: negotiate unless skipped, then the transport.
+    func start(_ k: Int) {
+        clients[k].epoch &+= 1
+        clients[k].base = plan.base
+        clients[k].redirects = 0
+        clients[k].redirectToken = nil
+        clients[k].transportIndex = 0
+        clients[k].handshakeDone = false
+        clients[k].inbound.removeAll(keepingCapacity: true)
+        clients[k].postQueue.removeAll(keepingCapacity: true)
+        clients[k].phaseStartNs = EventLoop.now()
+        metrics.count(.connectAttempts)
+        loop.schedule(at: EventLoop.now() + UInt64(plan.spec.handshakeTimeoutSeconds * 1e9) + plan.connectTimeoutNs * 2,
+                      token: token(.handshakeTimeout, k, epoch: clients[k].epoch))
+        if plan.spec.skipNegotiation {
+            clients[k].negotiated = nil
+            clients[k].transport = .webSockets
+            setPhase(k, .connecting)
+            openMain(k)
+        } else {
+            negotiate(k)
+        }
+    }
+
+    func negotiate(_ k: Int) {
+        setPhase(k, .negotiating)
+        clients[k].phaseStartNs = EventLoop.now()
+        if clients[k].sideState == .idle {
+            sendNegotiate(k)
+        } else {
+            openSide(k)
+        }
+    }
+
+    func openSide(_ k: Int) {
+        closeSide(k)
+        switch connect(k) {
+        case .success(let id):
+            clients[k].side = id
+            clients[k].sideState = .tcp
+            clients[k].sideHTTP = HTTPResponseParser()
+            bind(id, k, .side)
+        case .failure(let e):
+            fail(k, Self.connectErrorClass(e.errno))
+        }
+    }
+
+    func openMain(_ k: Int) {
+        closeMain(k)
+        switch connect(k) {
+        case .success(let id):
+            clients[k].main = id
+            clients[k].mainState = .tcp
+            clients[k].mainHTTP = HTTPResponseParser()
+            bind(id, k, .main)
+        case .failure(let e):
+            fail(k, Self.connectErrorClass(e.errno))
+        }
+    }
+
+    func connect(_ k: Int) -> Result<ConnectionID, LoopError> {
+        let source = plan.sourceAddresses.isEmpty ? nil : plan.sourceAddresses[k % plan.sourceAddresses.count]
+        return loop.connect(to: address, from: source, timeoutNs: plan.connectTimeoutNs)
+    }
+
+    func bind(_ id: ConnectionID, _ k: Int, _ role: Role) {
+        let i = Int(id.index)
+        if i >= slotClient.count {
+            let grow = i + 1 - slotClient.count + 64
+            slotClient.append(contentsOf: repeatElement(-1, count: grow))
+            slotRole.append(contentsOf: repeatElement(0, count: grow))
+        }
+        slotClient[i] = Int32(k)
+        slotRole[i] = role.rawValue
+    }
+
+    @inline(__always)
+    func owner(_ id: ConnectionID) -> (client: Int, role: Role)? {
+        let i = Int(id.index)
+        guard i < slotClient.count, slotClient[i] >= 0 else { return nil }
+        let k = Int(slotClient[i])
+        if clients[k].main == id && slotRole[i] == Role.main.rawValue { return (k, .main) }
+        if clients[k].side == id && slotRole[i] == Role.side.rawValue { return (k, .side) }
+        return nil
+    }
+
+    func closeMain(_ k: Int) {
+        if clients[k].mainState != .none { loop.close(clients[k].main) }
+        clients[k].mainState = .none
+        clients[k].main = ConnectionID(index: .max, generation: 0)
+    }
+
+    func closeSide(_ k: Int) {
+        if clients[k].sideState != .none { loop.close(clients[k].side) }
+        clients[k].sideState = .none
+        clients[k].side = ConnectionID(index: .max, generation: 0)
+    }
+
+    static func connectErrorClass(_ e: Int32) -> ErrorClass {
+        switch e {
+        case ECONNREFUSED: .connectRefused
+        case ETIMEDOUT: .connectTimeout
+        default: .connectError
+        }
+    }
+
+    // MARK: HTTP requests
+
+    /// Writes an HTTP request on `id`; the token goes in the Authorization header.
+    func sendRequest(_ k: Int, on id: ConnectionID, method: HTTPMethod, target: String, accept: StaticString? = nil,
+                     contentType: StaticString? = nil, body: UnsafeRawBufferPointer? = nil, tokenInTarget: Bool = false) {
+        let bearer = clients[k].redirectToken ?? plan.accessToken
+        var request = HTTPClientRequest(method: method, target: Array(target.utf8), host: hostHeader,
+                                        bearerToken: bearer.map { Array($0.utf8) },
+                                        accept: accept.map { Array(String(describing: $0).utf8) },
+                                        contentType: contentType.map { Array(String(describing: $0).utf8) },
+                                        extraHeaderLines: plan.extraHeaderLines)
+        if tokenInTarget { request.bearerToken = nil }
+        let headLength = request.headLength(contentLength: body?.count)
+        loop.write(id, reserving: headLength + (body?.count ?? 0)) { out in
+            request.write(into: UnsafeMutableRawBufferPointer(start: out, count: headLength + (body?.count ?? 0)), body: body) ?? 0
+        }
+    }
+
+    func sendNegotiate(_ k: Int) {
+        clients[k].sideState = .negotiate
+        clients[k].sideBody.removeAll(keepingCapacity: true)
+        let target = clients[k].base.negotiateTarget(version: plan.spec.negotiateVersion, statefulReconnect: plan.spec.statefulReconnect)
+        sendRequest(k, on: clients[k].side, method: .post, target: target, contentType: "text/plain;charset=UTF-8",
+                    body: UnsafeRawBufferPointer(start: nil, count: 0))
+    }
+
+    /// The transport URL with `id`; browsers put the token in the query only where they cannot
+    /// set headers (WebSocket and EventSource), which `tokenInQuery` simulates.
+    func transportTarget(_ k: Int, forStream: Bool = false) -> String {
+        let token = plan.spec.tokenInQuery && forStream ? (clients[k].redirectToken ?? plan.accessToken) : nil
+        return clients[k].base.transportTarget(id: clients[k].negotiated?.idForRequests, accessToken: token)
+    }
+
+    /// POSTs whatever is queued, if the side connection is free (one POST in flight, §2).
+    func flushPosts(_ k: Int) {
+        guard clients[k].sideState == .idle, !clients[k].postQueue.isEmpty else { return }
+        clients[k].sideState = .post
+        let target = transportTarget(k)
+        clients[k].postQueue.withUnsafeBytes { body in
+            sendRequest(k, on: clients[k].side, method: .post, target: target,
+                        contentType: plan.spec.protocolKind == .json ? "text/plain;charset=UTF-8" : "application/octet-stream", body: body)
+        }
+        clients[k].postQueue.removeAll(keepingCapacity: true)
+    }
+
+    // MARK: Choosing and opening a transport
+
+    func negotiated(_ k: Int, _ body: [UInt8]) {
+        switch NegotiateResponse.parse(body, askedStatefulReconnect: plan.spec.statefulReconnect) {
+        case .failure:
+            fail(k, .negotiateFailed)
+        case .success(.error):
+            fail(k, .negotiateFailed)
+        case .success(.redirect(let url, let token)):
+            clients[k].redirects += 1
+            // The official clients give up after 100 redirects; ours also refuse to leave loopback.
+            guard clients[k].redirects <= 100, let next = HubURL.parse(url), SocketAddress(host: next.host, port: next.port) == address else {
+                fail(k, .negotiateFailed)
+                return
+            }
+            clients[k].base = next
+            if let token { clients[k].redirectToken = token }
+            sendNegotiate(k)
+        case .success(.connect(let connection)):
+            metrics.record(.negotiate, nanoseconds: EventLoop.now() - clients[k].phaseStartNs)
+            clients[k].negotiated = connection
+            clients[k].transportIndex = 0
+            openNextTransport(k)
+        }
+    }
+
+    /// Opens the first transport (from the current index on) that the scenario allows and the server offers.
+    func openNextTransport(_ k: Int) {
+        let wanted = plan.spec.transports
+        while clients[k].transportIndex < wanted.count {
+            let t = wanted[clients[k].transportIndex]
+            if clients[k].negotiated?.offers(t, for: plan.spec.protocolKind) ?? (t == .webSockets) {
+                clients[k].transport = t
+                setPhase(k, .connecting)
+                clients[k].phaseStartNs = EventLoop.now()
+                if t == .webSockets { closeSide(k) }
+                openMain(k)
+                return
+            }
+            clients[k].transportIndex += 1
+        }
+        fail(k, .noTransport)
+    }
+
+    func mainConnected(_ k: Int) {
+        let id = clients[k].main
+        metrics.record(.tcpConnect, nanoseconds: EventLoop.now() - clients[k].phaseStartNs)
+        clients[k].phaseStartNs = EventLoop.now()
+        switch clients[k].transport {
+        case .webSockets:
+            clients[k].mainState = .wsUpgrade
+            clients[k].receiver = WebSocketReceiver(role: .client, maxMessageBytes: plan.maxMessageBytes)
+            let key = WebSocketHandshake.makeKey(using: &random)
+            clients[k].wsKey = key
+            var headers: [(String, String)] = []
+            if !plan.spec.tokenInQuery, let t = clients[k].redirectToken ?? plan.accessToken { headers.append(("Authorization", "Bearer " + t)) }
+            let extra = String(decoding: plan.extraHeaderLines, as: UTF8.self)
+            for line in extra.split(separator: "\r\n") {
+                if let colon = line.firstIndex(of: ":") {
+                    headers.append((String(line[..<colon]), String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)))
+                }
+            }
+            let request = WebSocketHandshake.request(host: plan.base.host, port: plan.base.port, path: transportTarget(k, forStream: true), key: key,
+                                                     subprotocol: nil, headers: headers)
+            request.withUnsafeBytes { loop.write(id, $0) }
+        case .serverSentEvents:
+            clients[k].mainState = .sseHead
+            clients[k].sse = SSEParser(maxEventBytes: plan.maxMessageBytes)
+            clients[k].sseBytes.removeAll(keepingCapacity: true)
+            sendRequest(k, on: id, method: .get, target: transportTarget(k, forStream: true), accept: "text/event-stream",
+                        tokenInTarget: plan.spec.tokenInQuery)
+        case .longPolling:
+            clients[k].mainState = .pollFirst
+            sendRequest(k, on: id, method: .get, target: transportTarget(k))
+        }
+    }
+
+    /// The transport is up: send the handshake (§3) over it (WebSockets) or by POST (SSE, long polling).
+    func transportOpened(_ k: Int) {
+        metrics.record(.upgrade, nanoseconds: EventLoop.now() - clients[k].phaseStartNs)
+        setPhase(k, .handshaking)
+        clients[k].phaseStartNs = EventLoop.now()
+        let name = plan.spec.protocolKind == .json ? "json" : "messagepack"
+        let version = (plan.spec.statefulReconnect && clients[k].negotiated?.useStatefulReconnect == true) ? 2 : 1
+        var handshake = Array(#"{"protocol":"\#(name)","version":\#(version)}"#.utf8)
+        handshake.append(0x1E)
+        handshake.withUnsafeBytes { sendTransportBytes(k, $0, text: true) }
+    }
+
+    /// Sends framed hub bytes over the client's transport.
+    func sendTransportBytes(_ k: Int, _ bytes: UnsafeRawBufferPointer, text: Bool) {
+        clients[k].lastSentNs = EventLoop.now()
+        metrics.count(.bytesSent, UInt64(bytes.count))
+        switch clients[k].transport {
+        case .webSockets:
+            guard clients[k].mainState == .wsOpen else { return }
+            let key = UInt32(truncatingIfNeeded: random.next())
+            let h = WebSocketFrameCodec.headerLength(payloadLength: bytes.count, masked: true)
+            loop.write(clients[k].main, reserving: h + bytes.count) { out in
+                let n = WebSocketFrameCodec.writeHeader(into: out, fin: true, opcode: text ? .text : .binary, payloadLength: bytes.count, maskKey: key)
+                if let b = bytes.baseAddress { (out + n).copyMemory(from: b, byteCount: bytes.count) }
+                WebSocketFrameCodec.applyMask(UnsafeMutableRawBufferPointer(start: out + n, count: bytes.count), maskKey: key)
+                return n + bytes.count
+            }
+        case .serverSentEvents, .longPolling:
+            clients[k].postQueue.append(contentsOf: bytes)
+            flushPosts(k)
+        }
+    }
+
+    /// Writes one hub message with `write` into the scratch buffer and sends it.
+    @inline(__always)
+    func sendHub(_ k: Int, _ write: (UnsafeMutableRawBufferPointer) -> Int?) {
+        guard let n = write(scratch) else { return }
+        sendTransportBytes(k, UnsafeRawBufferPointer(rebasing: scratch[0..<n]), text: plan.spec.protocolKind == .json)
+    }
+
+    // MARK: Calls
+
+    func sendDue(_ k: Int) {
+        while clients[k].nextSequence < clients[k].dueSequence {
+            if clients[k].transport == .webSockets && loop.isBackedUp(clients[k].main) {
+                metrics.count(.sendsDeferred)
+                return
+            }
+            let seq = clients[k].nextSequence
+            call(k, sequence: seq, intendedNs: clients[k].scheduleStartNs + UInt64(seq) * intervalNs)
+            clients[k].nextSequence = seq + 1
+        }
+    }
+
+    /// Makes the scenario's call, stamped: the stamp is the invocation id (so the reply carries
+    /// it) and fills any `{stamp}` argument.
+    func call(_ k: Int, sequence: UInt32, intendedNs: UInt64) {
+        guard let spec = plan.spec.call else { return }
+        let stamp = ChatStamp(sender: UInt32(plan.globalIndices[k]), sequence: sequence, intendedNs: intendedNs, actualNs: EventLoop.now())
+        var stampBytes: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &stampBytes) { raw in
+            let n = ChatCodec.writeStamp(stamp, into: raw.baseAddress!)
+            let stampText = UnsafeRawBufferPointer(rebasing: raw[0..<n])
+            let id: HubInvocationID = .utf8(stampText)
+            sendHub(k) { out in
+                switch plan.spec.operation {
+                case .invoke:
+                    Codec.writeInvocation(into: out, invocationId: id, target: .utf8(methodBytes(spec.method)), streamIds: nil) { w in
+                        writeArguments(&w, spec.arguments, k: k, sequence: sequence, stamp: stampText)
+                    }
+                case .send:
+                    Codec.writeInvocation(into: out, invocationId: nil, target: .utf8(methodBytes(spec.method)), streamIds: nil) { w in
+                        writeArguments(&w, spec.arguments, k: k, sequence: sequence, stamp: stampText)
+                    }
+                case .stream:
+                    Codec.writeStreamInvocation(into: out, invocationId: id, target: .utf8(methodBytes(spec.method)), streamIds: nil) { w in
+                        writeArguments(&w, spec.arguments, k: k, sequence: sequence, stamp: stampText)
+                    }
+                case .none:
+                    nil
+                }
+            }
+        }
+        metrics.count(.messagesSent)
+        if plan.spec.operation == .send && plan.spec.receiveMethod == nil {
+            // Nothing comes back for a send and no handler reports it: handing it to the transport is its delivery.
+            metrics.count(.messagesDelivered)
+        } else {
+            clients[k].outstanding += 1
+            totalOutstanding += 1
+        }
+    }
+
+    var methodCache: [String: [UInt8]] = [:]
+    func methodBytes(_ name: String) -> UnsafeRawBufferPointer {
+        if methodCache[name] == nil { methodCache[name] = Array(name.utf8) }
+        return methodCache[name]!.withUnsafeBytes { $0 }
+    }
+
+    func writeArguments<W: HubValueWriter>(_ w: inout W, _ templates: [ArgumentTemplate], k: Int, sequence: UInt32, stamp: UnsafeRawBufferPointer) {
+        for t in templates {
+            switch t {
+            case .stamp: w.paddedString(prefix: stamp, totalLength: plan.messageSize, pad: UInt8(ascii: "x"))
+            case .integer(let v): w.int(v)
+            case .number(let v): w.double(v)
+            case .boolean(let v): w.bool(v)
+            case .null: w.null()
+            case .text(let parts):
+                if parts.count == 1, case .user = parts[0] {
+                    userNames[k].withUnsafeBytes { w.string($0) }
+                } else {
+                    let text = renderText(parts, k: k, sequence: sequence)
+                    text.utf8.withContiguousStorageIfAvailable { w.string(UnsafeRawBufferPointer($0)) }
+                        ?? Array(text.utf8).withUnsafeBytes { w.string($0) }
+                }
+            }
+        }
+    }
+
+    func renderText(_ parts: [TemplatePart], k: Int, sequence: UInt32) -> String {
+        var s = ""
+        for p in parts {
+            switch p {
+            case .literal(let l): s += l
+            case .client: s += String(plan.globalIndices[k])
+            case .clientModulo(let n): s += String(plan.globalIndices[k] % n)
+            case .user: s += String(decoding: userNames[k], as: UTF8.self)
+            case .sequence: s += String(sequence)
+            }
+        }
+        return s
+    }
+
+    // MARK: Receiving hub messages
+
+    /// Parses every complete hub message in `bytes` (prefixed by any earlier partial one).
+    func receiveHub(_ k: Int, _ bytes: UnsafeRawBufferPointer) {
+        clients[k].lastReceivedNs = EventLoop.now()
+        if clients[k].inbound.isEmpty {
+            let used = parseHub(k, bytes)
+            if used < bytes.count, isAlive(k) { clients[k].inbound.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[used...])) }
+        } else {
+            clients[k].inbound.append(contentsOf: bytes)
+            var pending = clients[k].inbound
+            clients[k].inbound = []
+            let used = pending.withUnsafeBytes { parseHub(k, $0) }
+            if isAlive(k) {
+                pending.removeFirst(used)
+                clients[k].inbound = pending
+            }
+        }
+    }
+
+    func isAlive(_ k: Int) -> Bool { clients[k].phase != .ended && clients[k].phase != .waitingToReconnect && clients[k].phase != .idle }
+
+    /// Returns the bytes used; stops at a partial message.
+    func parseHub(_ k: Int, _ buffer: UnsafeRawBufferPointer) -> Int {
+        var offset = 0
+        if !clients[k].handshakeDone {
+            guard let end = buffer.firstIndex(of: 0x1E) else { return 0 }
+            let record = UnsafeRawBufferPointer(rebasing: buffer[0..<end])
+            guard HandshakeResponse.isSuccess(record) else {
+                fail(k, .handshakeFailed)
+                return buffer.count
+            }
+            clients[k].handshakeDone = true
+            offset = end + 1
+            handshakeCompleted(k)
+            guard isAlive(k) else { return buffer.count }
+        }
+        while offset < buffer.count {
+            let rest = UnsafeRawBufferPointer(rebasing: buffer[offset...])
+            switch Codec.parse(rest, maxMessageLength: plan.maxMessageBytes) {
+            case .needMore:
+                return offset
+            case .failure:
+                fail(k, .protocolError)
+                return buffer.count
+            case .message(let message, let consumed):
+                handle(k, message, rest)
+                offset += consumed
+                guard isAlive(k) else { return buffer.count }
+            }
+        }
+        return offset
+    }
+
+    func handshakeCompleted(_ k: Int) {
+        metrics.record(.handshake, nanoseconds: EventLoop.now() - clients[k].phaseStartNs)
+        if let join = plan.spec.join {
+            setPhase(k, .joining)
+            sendHub(k) { out in
+                Codec.writeInvocation(into: out, invocationId: "join", target: .utf8(methodBytes(join.method)), streamIds: nil) { w in
+                    writeArguments(&w, join.arguments, k: k, sequence: 0, stamp: UnsafeRawBufferPointer(start: nil, count: 0))
+                }
+            }
+        } else {
+            connected(k)
+        }
+    }
+
+    func connected(_ k: Int) {
+        setPhase(k, .connected)
+        clients[k].reconnectAttempts = 0
+        metrics.count(.connected)
+        if clients[k].everConnected {
+            metrics.count(.reconnected)
+            // A reconnected client rejoins the schedule where it is now.
+            if phase == .messages && plan.loadModel == .open && intervalNs > 0 {
+                let now = EventLoop.now()
+                let seqNow = now > clients[k].scheduleStartNs ? UInt32((now - clients[k].scheduleStartNs) / intervalNs) + 1 : 0
+                clients[k].nextSequence = max(clients[k].nextSequence, seqNow)
+                clients[k].dueSequence = clients[k].nextSequence
+                let next = clients[k].scheduleStartNs + UInt64(clients[k].nextSequence) * intervalNs
+                if next < messagesEndNs { loop.schedule(at: next, token: token(.send, k)) }
+            }
+        }
+        clients[k].everConnected = true
+    }
+
+    func handle(_ k: Int, _ m: HubMessage, _ buffer: UnsafeRawBufferPointer) {
+        switch m.messageType {
+        case .completion:
+            guard let idRange = m.invocationId else { return }
+            let id = UnsafeRawBufferPointer(rebasing: buffer[idRange])
+            if clients[k].phase == .joining && id.elementsEqual("join".utf8) {
+                if m.error != nil { fail(k, .hubError); return }
+                connected(k)
+                return
+            }
+            guard let stamp = ChatCodec.parseStamp(id), clients[k].outstanding > 0 else { return }  // unknown ids are ignored (§4)
+            clients[k].outstanding -= 1
+            totalOutstanding -= 1
+            if m.error != nil {
+                metrics.count(.messagesFailed)
+                metrics.error(.hubError)
+            } else {
+                let now = EventLoop.now()
+                metrics.count(.messagesDelivered)
+                metrics.record(.roundTrip, nanoseconds: now &- stamp.intendedNs)
+                metrics.record(.roundTripUncorrected, nanoseconds: now &- stamp.actualNs)
+            }
+            if plan.loadModel == .closed && phase == .messages {
+                let next = EventLoop.now() + plan.thinkTimeNs
+                if next < messagesEndNs { loop.schedule(at: next, token: token(.send, k)) }
+            }
+        case .streamItem:
+            guard let idRange = m.invocationId, let stamp = ChatCodec.parseStamp(UnsafeRawBufferPointer(rebasing: buffer[idRange])) else { return }
+            metrics.count(.streamItems)
+            metrics.record(.streamItem, nanoseconds: EventLoop.now() &- stamp.intendedNs)
+        case .invocation:
+            guard let targetRange = m.target else { return }
+            let target = UnsafeRawBufferPointer(rebasing: buffer[targetRange])
+            if let idRange = m.invocationId {
+                answerClientResult(k, target: target, id: UnsafeRawBufferPointer(rebasing: buffer[idRange]))
+            }
+            if let receive = plan.spec.receiveMethod, equalsIgnoringCase(target, receive), let args = m.arguments {
+                received(k, buffer, args)
+            }
+        case .ping:
+            break
+        case .close:
+            // §6: a Close with allowReconnect may reconnect; without it the close is final.
+            let error = m.error != nil
+            if error { metrics.error(.closedWithError) }
+            if m.allowReconnect { drop(k, reason: error ? nil : nil) } else { end(k, failed: error ? .closedWithError : nil, reconnect: false) }
+        case .streamInvocation, .cancelInvocation, .ack, .sequence, .none:
+            break
+        }
+    }
+
+    /// A server-to-client invocation with an id expects a Completion (client results, §4).
+    func answerClientResult(_ k: Int, target: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer) {
+        if let result = plan.spec.clientResults.first(where: { equalsIgnoringCase(target, $0.method) }) {
+            let value = Array(result.value.utf8)
+            sendHub(k) { out in
+                value.withUnsafeBytes { v in Codec.writeCompletion(into: out, invocationId: .utf8(id), result: { w in w.string(v) }) }
+            }
+            metrics.count(.clientResults)
+        } else {
+            sendHub(k) { out in Codec.writeCompletion(into: out, invocationId: .utf8(id), error: "Client didn't provide a result.") }
+        }
+    }
+
+    /// A `receive` handler call: find a stamp in its string arguments.
+    func received(_ k: Int, _ buffer: UnsafeRawBufferPointer, _ args: Range<Int>) {
+        guard let count = Codec.arrayCount(buffer, array: args) else { return }
+        for i in 0..<count {
+            guard let element = Codec.arrayElement(buffer, array: args, at: i),
+                  let contents = Codec.stringContents(buffer, value: element),
+                  let stamp = ChatCodec.parseStamp(UnsafeRawBufferPointer(rebasing: buffer[contents])) else { continue }
+            let now = EventLoop.now()
+            if Int(stamp.sender) == plan.globalIndices[k] {
+                guard plan.spec.operation == .send, clients[k].outstanding > 0 else { return }
+                clients[k].outstanding -= 1
+                totalOutstanding -= 1
+                metrics.count(.messagesDelivered)
+                metrics.record(.roundTrip, nanoseconds: now &- stamp.intendedNs)
+                metrics.record(.roundTripUncorrected, nanoseconds: now &- stamp.actualNs)
+                if plan.loadModel == .closed && phase == .messages {
+                    let next = now + plan.thinkTimeNs
+                    if next < messagesEndNs { loop.schedule(at: next, token: token(.send, k)) }
+                }
+            } else {
+                metrics.count(.fanoutReceived)
+                metrics.record(.fanout, nanoseconds: now &- stamp.intendedNs)
+                metrics.record(.fanoutUncorrected, nanoseconds: now &- stamp.actualNs)
+            }
+            return
+        }
+    }
+
+    func equalsIgnoringCase(_ bytes: UnsafeRawBufferPointer, _ name: String) -> Bool {
+        // Hub method names are case-insensitive in ASP.NET Core.
+        var i = 0
+        for c in name.utf8 {
+            guard i < bytes.count, bytes[i] | 0x20 == c | 0x20 else { return false }
+            i += 1
+        }
+        return i == bytes.count
+    }
+
+    // MARK: Ending
+
+    func loseOutstanding(_ k: Int, _ reason: LossReason) {
+        if clients[k].outstanding > 0 {
+            metrics.lose(reason, UInt64(clients[k].outstanding))
+            totalOutstanding -= UInt64(clients[k].outstanding)
+            clients[k].outstanding = 0
+        }
+    }
+
+    /// Fails a client with `error`: counted, connections dropped, reconnect if the policy says so.
+    func fail(_ k: Int, _ error: ErrorClass) {
+        metrics.error(error)
+        end(k, failed: error, reconnect: true)
+    }
+
+    /// The connection dropped without a final Close: reconnect if the policy says so.
+    func drop(_ k: Int, reason: ErrorClass?) {
+        end(k, failed: reason, reconnect: true)
+    }
+
+    func end(_ k: Int, failed: ErrorClass?, reconnect: Bool) {
+        if Self.isConnecting(clients[k].phase) && !clients[k].everConnected { metrics.count(.connectFailed) }
+        loseOutstanding(k, phase == .closing ? .interrupted : .connectionClosed)
+        closeMain(k)
+        closeSide(k)
+        clients[k].epoch &+= 1
+        if reconnect && phase != .closing && failed != .handshakeFailed,
+           let delay = reconnectPolicy.nextDelay(previousAttempts: clients[k].reconnectAttempts) {
+            clients[k].reconnectAttempts += 1
+            setPhase(k, .waitingToReconnect)
+            metrics.count(.reconnectAttempts)
+            loop.schedule(at: EventLoop.now() + UInt64(delay * 1e9), token: token(.reconnect, k, epoch: clients[k].epoch))
+        } else {
+            setPhase(k, .ended)
+        }
+    }
+
+    /// Close message (best effort), then the transport's own close.
+    func closeGracefully(_ k: Int) {
+        if clients[k].phase == .connected || clients[k].phase == .joining {
+            sendHub(k) { out in Codec.writeClose(into: out, error: nil, allowReconnect: false) }
+        }
+        switch clients[k].transport {
+        case .webSockets where clients[k].mainState == .wsOpen:
+            var code = UInt16(1000).bigEndian
+            withUnsafeBytes(of: &code) { codeBytes in
+                let key = UInt32(truncatingIfNeeded: random.next())
+                loop.write(clients[k].main, reserving: 8) { out in
+                    let n = WebSocketFrameCodec.writeHeader(into: out, fin: true, opcode: .close, payloadLength: 2, maskKey: key)
+                    (out + n).copyMemory(from: codeBytes.baseAddress!, byteCount: 2)
+                    WebSocketFrameCodec.applyMask(UnsafeMutableRawBufferPointer(start: out + n, count: 2), maskKey: key)
+                    return n + 2
+                }
+            }
+            loop.shutdownWriteAfterFlush(clients[k].main)
+        case .longPolling where clients[k].sideState == .idle:
+            clients[k].sideState = .delete
+            sendRequest(k, on: clients[k].side, method: .delete, target: transportTarget(k))
+        default:
+            break
+        }
+        if clients[k].transport == .serverSentEvents { closeMain(k) }  // SSE stops by dropping the request (§2)
+        setPhase(k, .closing)
+        clients[k].epoch &+= 1
+        // Give the peer a moment to finish the close, then drop whatever is left.
+        loop.schedule(at: EventLoop.now() + 2_000_000_000, token: token(.closeTimeout, k, epoch: clients[k].epoch))
+    }
+
+    // MARK: EventLoopHandler
+
+    public func connectCompleted(_ id: ConnectionID, error: Int32, loop: EventLoop) {
+        guard let (k, role) = owner(id) else { return }
+        if error != 0 {
+            fail(k, Self.connectErrorClass(error))
+            return
+        }
+        switch role {
+        case .side:
+            clients[k].sideState = .idle
+            if clients[k].phase == .negotiating { sendNegotiate(k) } else { flushPosts(k) }
+        case .main:
+            mainConnected(k)
+        }
+    }
+
+    public func accepted(_ id: ConnectionID, listener: ConnectionID, loop: EventLoop) { loop.close(id) }
+
+    public func received(_ id: ConnectionID, buffer: UnsafeMutableRawBufferPointer, loop: EventLoop) -> Int {
+        guard let (k, role) = owner(id) else { return buffer.count }
+        metrics.count(.bytesReceived, UInt64(buffer.count))
+        let bytes = UnsafeRawBufferPointer(buffer)
+        switch role {
+        case .side: return receivedSide(k, bytes)
+        case .main:
+            if clients[k].transport == .webSockets { return receivedWebSocket(k, id, buffer) }
+            return receivedHTTPMain(k, bytes)
+        }
+    }
+
+    func receivedSide(_ k: Int, _ bytes: UnsafeRawBufferPointer) -> Int {
+        var offset = 0
+        let epoch = clients[k].epoch
+        while offset < bytes.count {
+            let (event, used) = clients[k].sideHTTP.next(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+            offset += used
+            switch event {
+            case .needMore: return offset
+            case .error:
+                fail(k, .protocolError)
+                return bytes.count
+            case .head(let head):
+                clients[k].sideStatus = head.status
+            case .body(let r):
+                if clients[k].sideState == .negotiate {
+                    clients[k].sideBody.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[(offset - used)...])[r])
+                }
+            case .end:
+                let status = clients[k].sideStatus
+                let state = clients[k].sideState
+                clients[k].sideState = .idle
+                switch state {
+                case .negotiate:
+                    guard status == 200 else { httpFailure(k, status); return bytes.count }
+                    negotiated(k, clients[k].sideBody)
+                case .post:
+                    // 200 ok; 404 gone; anything else fails the connection (§2).
+                    guard status == 200 else { httpFailure(k, status); return bytes.count }
+                    flushPosts(k)
+                case .delete:
+                    break
+                default:
+                    break
+                }
+                guard clients[k].epoch == epoch else { return bytes.count }
+            }
+        }
+        return offset
+    }
+
+    func httpFailure(_ k: Int, _ status: Int) {
+        metrics.upgradeStatuses[status, default: 0] += 1
+        fail(k, .httpStatus)
+    }
+
+    func receivedWebSocket(_ k: Int, _ id: ConnectionID, _ buffer: UnsafeMutableRawBufferPointer) -> Int {
+        var offset = 0
+        if clients[k].mainState == .wsUpgrade {
+            switch WebSocketHandshake.parseHead(UnsafeRawBufferPointer(buffer), isResponse: true) {
+            case .needMore: return 0
+            case .invalid:
+                fail(k, .upgradeInvalid)
+                return buffer.count
+            case .head(let head):
+                switch WebSocketHandshake.validateResponse(head, key: clients[k].wsKey, requestedSubprotocol: nil) {
+                case .rejected(let status):
+                    httpFailure(k, status)
+                    return buffer.count
+                case .invalid:
+                    fail(k, .upgradeInvalid)
+                    return buffer.count
+                case .accepted:
+                    clients[k].mainState = .wsOpen
+                    offset = head.length
+                    transportOpened(k)
+                }
+            }
+        }
+        let epoch = clients[k].epoch
+        while offset < buffer.count {
+            let rest = UnsafeMutableRawBufferPointer(rebasing: buffer[offset...])
+            let (event, consumed) = clients[k].receiver.next(rest)
+            switch event {
+            case .needMore: return offset
+            case .fragment, .pong: break
+            case .message(_, let range):
+                // JSON may arrive in Binary frames too (aiosignalr does): accept either opcode.
+                receiveHub(k, UnsafeRawBufferPointer(rebasing: rest[range]))
+            case .assembledMessage:
+                let assembled = clients[k].receiver.assembled
+                assembled.withUnsafeBytes { receiveHub(k, $0) }
+            case .ping(let range):
+                let key = UInt32(truncatingIfNeeded: random.next())
+                let payload = UnsafeRawBufferPointer(rebasing: rest[range])
+                loop.write(id, reserving: 6 + payload.count) { out in
+                    let n = WebSocketFrameCodec.writeHeader(into: out, fin: true, opcode: .pong, payloadLength: payload.count, maskKey: key)
+                    if let b = payload.baseAddress { (out + n).copyMemory(from: b, byteCount: payload.count) }
+                    WebSocketFrameCodec.applyMask(UnsafeMutableRawBufferPointer(start: out + n, count: payload.count), maskKey: key)
+                    return n + payload.count
+                }
+            case .close(let code, _):
+                if clients[k].phase == .closing { closeMain(k); closeSide(k); setPhase(k, .ended); return buffer.count }
+                if let code, code != 1000 { metrics.error(.closedWithError) }
+                drop(k, reason: nil)
+                return buffer.count
+            case .fail(let f):
+                fail(k, f == .invalidUTF8 ? .invalidUTF8 : f == .messageTooBig ? .messageTooBig : .protocolError)
+                return buffer.count
+            }
+            offset += consumed
+            guard clients[k].epoch == epoch else { return buffer.count }
+        }
+        return offset
+    }
+
+    func receivedHTTPMain(_ k: Int, _ bytes: UnsafeRawBufferPointer) -> Int {
+        var offset = 0
+        let epoch = clients[k].epoch
+        while offset < bytes.count {
+            let slice = UnsafeRawBufferPointer(rebasing: bytes[offset...])
+            let (event, used) = clients[k].mainHTTP.next(slice)
+            switch event {
+            case .needMore: return offset + used
+            case .error:
+                fail(k, .protocolError)
+                return bytes.count
+            case .head(let head):
+                offset += used
+                guard head.status == 200 || (head.status == 204 && clients[k].transport == .longPolling) else {
+                    httpFailure(k, head.status)
+                    return bytes.count
+                }
+                if head.status == 204 {
+                    // Long polling: the server ended the connection (§2), or confirmed our DELETE.
+                    if clients[k].phase == .closing { closeMain(k); closeSide(k); setPhase(k, .ended) } else { drop(k, reason: nil) }
+                    return bytes.count
+                }
+                if clients[k].mainState == .sseHead {
+                    clients[k].mainState = .sseStream
+                    openSideForPosts(k)
+                    transportOpened(k)
+                }
+            case .body(let r):
+                offset += used
+                let piece = UnsafeRawBufferPointer(rebasing: slice[r])
+                if clients[k].transport == .serverSentEvents {
+                    feedSSE(k, piece)
+                } else if clients[k].mainState == .pollWaiting {
+                    // A poll body holds complete framed messages; pieces go straight to the hub parser.
+                    receiveHub(k, piece)
+                }
+            case .end:
+                offset += used
+                if clients[k].transport == .longPolling { pollEnded(k) }
+            }
+            guard clients[k].epoch == epoch else { return bytes.count }
+        }
+        return offset
+    }
+
+    func pollEnded(_ k: Int) {
+        if clients[k].mainState == .pollFirst {
+            // The first poll returns at once and starts the hub; the handshake goes by POST.
+            openSideForPosts(k)
+            transportOpened(k)
+        }
+        guard isAlive(k), clients[k].phase != .closing else { return }
+        clients[k].mainState = .pollWaiting
+        sendRequest(k, on: clients[k].main, method: .get, target: transportTarget(k))
+    }
+
+    func openSideForPosts(_ k: Int) {
+        if clients[k].sideState == .none { openSide(k) }
+    }
+
+    /// SSE body bytes: the parser wants every unconsumed byte offered again with the next piece.
+    func feedSSE(_ k: Int, _ piece: UnsafeRawBufferPointer) {
+        clients[k].sseBytes.append(contentsOf: piece)
+        var bytes = clients[k].sseBytes
+        clients[k].sseBytes = []
+        var offset = 0
+        let epoch = clients[k].epoch
+        bytes.withUnsafeBytes { all in
+            while offset < all.count {
+                let rest = UnsafeRawBufferPointer(rebasing: all[offset...])
+                let (event, used) = clients[k].sse.next(rest)
+                offset += used
+                switch event {
+                case .needMore: return
+                case .event(let data):
+                    receiveHub(k, UnsafeRawBufferPointer(rebasing: rest[data]))
+                case .assembledEvent:
+                    let assembled = clients[k].sse.assembled
+                    assembled.withUnsafeBytes { receiveHub(k, $0) }
+                case .error:
+                    fail(k, .protocolError)
+                    return
+                }
+                if clients[k].epoch != epoch { return }
+            }
+        }
+        guard clients[k].epoch == epoch else { return }
+        bytes.removeFirst(min(offset, bytes.count))
+        clients[k].sseBytes = bytes
+    }
+
+    public func closed(_ id: ConnectionID, reason: CloseReason, loop: EventLoop) {
+        guard let (k, role) = owner(id) else { return }
+        switch role {
+        case .main:
+            clients[k].mainState = .none
+            if clients[k].phase == .closing { closeSide(k); setPhase(k, .ended); return }
+            metrics.error(reason == .endOfFile ? .unexpectedEOF : .connectionReset)
+            drop(k, reason: nil)
+        case .side:
+            clients[k].sideState = .none
+            // A keep-alive connection the server closed between requests is reopened on demand.
+            if clients[k].phase == .negotiating { fail(k, .unexpectedEOF) }
+        }
+    }
+
+    public func writable(_ id: ConnectionID, loop: EventLoop) {
+        guard let (k, role) = owner(id), role == .main, phase == .messages, plan.loadModel == .open else { return }
+        sendDue(k)
+    }
+}
+
+/// The handshake response (§3): `{}` or `{"error":…}` followed by 0x1E. Read once per connection.
+enum HandshakeResponse {
+    static func isSuccess(_ record: UnsafeRawBufferPointer) -> Bool {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(record)) as? [String: Any] else { return false }
+        return object["error"] == nil && object["type"] == nil
+    }
+}
