@@ -26,6 +26,8 @@ public struct HubSpec: Sendable, Equatable {
     public var clientResults: [ClientResult]
     public var reconnect: ReconnectSpec
     public var statefulReconnect: Bool
+    /// `upload` only: items sent on the client-to-server stream per call.
+    public var uploadItems: Int = 3
 
     public init(transports: [HubTransport] = HubTransport.allCases, protocolKind: HubProtocolKind = .json, negotiateVersion: Int = 1,
                 skipNegotiation: Bool = false, accessToken: TokenSource? = nil, tokenInQuery: Bool = false,
@@ -60,6 +62,9 @@ public enum HubOperation: String, Sendable, Equatable, CaseIterable {
     case send
     /// StreamInvocation; every StreamItem and the final Completion are counted (per-item latency).
     case stream
+    /// Invocation with a client-to-server stream: `uploadItems` StreamItems (each the stamp) then
+    /// the stream's Completion; the hub method's Completion is the reply.
+    case upload
     /// Connect (and join) only: hold connections, no calls.
     case none
 }

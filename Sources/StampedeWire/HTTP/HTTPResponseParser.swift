@@ -14,7 +14,8 @@ public struct HTTPResponseHead: HTTPMessageHead, Equatable {
     public var isChunked: Bool
     /// The connection cannot carry another response after this one: `Connection: close`, an
     /// HTTP/1.0 response without `keep-alive`, a read-until-close body, or Transfer-Encoding
-    /// together with Content-Length (RFC 9112 §6.3 item 3 says to close after such a message).
+    /// together with Content-Length or in HTTP/1.0 (RFC 9112 §6.3 item 3 and §6.1 say to close
+    /// after such a message).
     public var connectionClose: Bool
     /// The first Content-Type value, trimmed.
     public var contentType: Range<Int>?
@@ -62,6 +63,7 @@ public struct HTTPResponseParser: Sendable {
         case body(Range<Int>)
         /// The response is complete; the next bytes start the next response.
         case end
+        /// The stream cannot be parsed further; close the connection.
         case error(HTTPParseError)
     }
 
@@ -179,6 +181,7 @@ public struct HTTPResponseParser: Sendable {
             || (s.versionMinor == 0 && !s.connectionKeepAlive)
             || framing == .untilClose
             || (s.transferEncodingSeen && s.contentLength != nil)
+            || (s.transferEncodingSeen && s.versionMinor == 0) // RFC 9112 §6.1: faulty framing in 1.0
         return HTTPResponseHead(
             status: s.status, versionMinor: s.versionMinor, reason: s.reason, contentLength: s.contentLength,
             isChunked: s.transferEncodingSeen && s.chunkedIsLast, connectionClose: close, contentType: s.contentType,

@@ -18,6 +18,11 @@ public enum SSEParseError: Error, Sendable, Equatable {
 /// examined again. An event with several data lines is joined into `assembled`, a buffer whose
 /// capacity is kept, and reported as `.assembledEvent`.
 ///
+/// Offsets, not addresses, are what carry over between calls, so the bytes may move: with an
+/// HTTP body, feed each de-chunked body piece straight from the receive buffer while nothing is
+/// pending, and copy only an unconsumed tail into a side buffer to which the next pieces are
+/// appended. ASP.NET flushes one event per chunk, so the copy is rare.
+///
 /// Bytes are not UTF-8 decoded: data is passed through as received (the spec's decoder would
 /// replace invalid sequences with U+FFFD), and field names compare byte for byte.
 public struct SSEParser: Sendable {

@@ -51,6 +51,7 @@ public struct HubMessage: Sendable, Equatable {
     /// defines no headers).
     public var headers: Range<Int>?
 
+    /// A message of `type` with no fields set.
     public init(type: UInt8) {
         self.type = type
         allowReconnect = false
@@ -110,8 +111,9 @@ public enum HubProtocolError: Error, Sendable, Equatable, CustomStringConvertibl
     /// A message longer than the caller's limit.
     case messageTooLarge
 
-    /// The reason as static text.
-    public var message: StaticString {
+    /// The reason as text. Every case returns a string literal, which Swift stores statically,
+    /// so reading it allocates nothing either.
+    public var description: String {
         switch self {
         case .invalidJSON: "Invalid JSON in hub message."
         case .notAnObject: "Hub message is not a JSON object."
@@ -140,8 +142,6 @@ public enum HubProtocolError: Error, Sendable, Equatable, CustomStringConvertibl
         case .messageTooLarge: "Message exceeds the maximum message size."
         }
     }
-
-    public var description: String { message.description }
 }
 
 /// What a protocol's `parse` found at the start of a receive buffer.

@@ -1,9 +1,3 @@
-// Shortest round-trip text for a Double, written into a caller's buffer: the Swift runtime entry
-// point behind `Double.description` (exported by libswiftCore on every platform; Embedded Swift
-// declares it the same way). `description` itself would build a String per value.
-@_silgen_name("swift_float64ToString")
-func _hubFloat64ToString(_ buffer: UnsafeMutablePointer<UInt8>, _ bufferLength: UInt, _ value: Float64, _ debug: Bool) -> UInt64
-
 extension JSONHubProtocol {
     /// Writes JSON values for `HubValueWriter`: arguments, stream items, results.
     /// Separators are placed by the writer, so a closure only lists values (and keys in objects).
@@ -76,12 +70,7 @@ extension JSONHubProtocol {
         public mutating func double(_ value: Double) {
             beginValue()
             if value.isFinite {
-                var text: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)  // ≥ the 25 bytes of the longest form
-                withUnsafeMutableBytes(of: &text) { raw in
-                    guard let base = raw.baseAddress else { return }
-                    let n = Int(_hubFloat64ToString(base.assumingMemoryBound(to: UInt8.self), UInt(raw.count), value, false))
-                    sink.bytes(UnsafeRawBufferPointer(rebasing: raw[0..<min(n, raw.count)]))
-                }
+                HubDouble.write(value, into: &sink)
             } else {
                 sink.ascii("null")
             }

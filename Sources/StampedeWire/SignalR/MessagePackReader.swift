@@ -41,8 +41,8 @@ extension MessagePackHubProtocol {
     /// outside `position..<end`; truncated data and the never-used byte 0xC1 make it return nil.
     public struct Reader {
         public let buffer: UnsafeRawBufferPointer
-        /// Where the next item starts.
-        public var position: Int
+        /// Where the next item starts. Moved only by reading, so it always stays in bounds.
+        public internal(set) var position: Int
         /// One past the last byte this reader may look at.
         public let end: Int
 

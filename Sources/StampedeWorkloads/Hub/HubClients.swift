@@ -572,9 +572,29 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
                     Codec.writeStreamInvocation(into: out, invocationId: id, target: .utf8(methodBytes(spec.method)), streamIds: nil) { w in
                         writeArguments(&w, spec.arguments, k: k, sequence: sequence, stamp: stampText)
                     }
+                case .upload:
+                    withUnsafePointer(to: nextStreamId) { streamId in
+                        Codec.writeInvocation(into: out, invocationId: id, target: .utf8(methodBytes(spec.method)),
+                                              streamIds: UnsafeBufferPointer(start: streamId, count: 1)) { w in
+                            writeArguments(&w, spec.arguments, k: k, sequence: sequence, stamp: stampText)
+                        }
+                    }
                 case .none:
                     nil
                 }
+            }
+            if plan.spec.operation == .upload {
+                // Client-to-server stream (§4): items on the stream id, then a Completion ends it.
+                let streamId = HubInvocationID.number(nextStreamId)
+                for _ in 0..<plan.spec.uploadItems {
+                    sendHub(k) { out in
+                        Codec.writeStreamItem(into: out, invocationId: streamId) { w in
+                            w.paddedString(prefix: stampText, totalLength: plan.messageSize, pad: UInt8(ascii: "x"))
+                        }
+                    }
+                }
+                sendHub(k) { out in Codec.writeCompletion(into: out, invocationId: streamId) }
+                nextStreamId &+= 1
             }
         }
         metrics.count(.messagesSent)
@@ -587,6 +607,8 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         }
     }
 
+    /// Client-to-server stream ids (numeric, as the official clients' counters).
+    var nextStreamId: UInt64 = 1
     var methodCache: [String: [UInt8]] = [:]
     func methodBytes(_ name: String) -> UnsafeRawBufferPointer {
         if methodCache[name] == nil { methodCache[name] = Array(name.utf8) }
@@ -878,7 +900,15 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         default:
             break
         }
-        if clients[k].transport == .serverSentEvents { closeMain(k) }  // SSE stops by dropping the request (§2)
+        if clients[k].transport == .serverSentEvents {
+            // SSE stops by dropping the request (§2); the side connection goes once the Close POST is written.
+            closeMain(k)
+            if clients[k].sideState != .none { loop.closeAfterFlush(clients[k].side) }
+            clients[k].sideState = .none
+            clients[k].side = ConnectionID(index: .max, generation: 0)
+            setPhase(k, .ended)
+            return
+        }
         setPhase(k, .closing)
         clients[k].epoch &+= 1
         // Give the peer a moment to finish the close, then drop whatever is left.
@@ -946,7 +976,11 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
                     guard status == 200 else { httpFailure(k, status); return bytes.count }
                     flushPosts(k)
                 case .delete:
-                    break
+                    // 202: the server ends the open poll too; nothing more to wait for.
+                    closeMain(k)
+                    closeSide(k)
+                    setPhase(k, .ended)
+                    return bytes.count
                 default:
                     break
                 }
