@@ -64,7 +64,8 @@ public final class RunEngine {
     var loops: [EventLoop] = []
     var workloads: [any LoopWorkload] = []
     var serverLoop: EventLoop?
-    var server: ChatServer?
+    var chatServer: ChatServer?
+    var hubServer: HubServer?
     var totals = MetricsShard()
     var intervals: [IntervalSample] = []
     var warnings: [String] = []
@@ -89,8 +90,10 @@ public final class RunEngine {
         let cpuAtStart = cs_process_cpu_ns()
         let limit = cs_raise_open_files_limit()
         let embedded = scenario.target == .embedded
-        // Each client is one descriptor, and the embedded server holds the other end in this process too.
-        let needed = scenario.clients * (embedded ? 2 : 1) + 64
+        // Each client is one descriptor (hub clients on SSE or long polling two), and the embedded
+        // server holds the other end in this process too.
+        let perClient = scenario.workload == .hub && scenario.hub?.transports != [.webSockets] ? 2 : 1
+        let needed = scenario.clients * perClient * (embedded ? 2 : 1) + 64
         if limit > 0 && needed > limit {
             throw RunSetupError("\(scenario.clients) clients need about \(needed) file descriptors \(embedded ? "(the embedded target holds the other end of every connection) " : "")but this process may open \(limit). Use fewer clients, run the target in its own process (stampede serve), or split the load over several stampede processes.")
         }
@@ -108,7 +111,9 @@ public final class RunEngine {
         // Phase 1: ramp-up.
         let rampStart = EventLoop.now() + 20_000_000
         for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.beginRampUp(startNs: rampStart) } }
-        let rampBudgetNs = UInt64((Double(scenario.clients) / scenario.connectRate + scenario.connectTimeoutSeconds * 2 + 5) * 1e9)
+        // Every client's attempt ends by itself (connect, upgrade and handshake timeouts); the budget is only a backstop.
+        let rampBudgetNs = UInt64((Double(scenario.clients) / scenario.connectRate + scenario.connectTimeoutSeconds * 2
+                                   + (scenario.hub?.handshakeTimeoutSeconds ?? 0) + 5) * 1e9)
         while true {
             let s = tick()
             if s.notYetStarted == 0 && s.inFlight == 0 { break }
@@ -144,7 +149,7 @@ public final class RunEngine {
             let drainEnd = drainStart + UInt64(scenario.drainSeconds * 1e9)
             while partialReason == nil {
                 let s = tick()
-                let expected = (totals[.messagesSent] + s.sentSinceInterval) * UInt64(max(0, openAtStart - 1))
+                let expected = expectsFanout ? (totals[.messagesSent] + s.sentSinceInterval) * UInt64(max(0, openAtStart - 1)) : 0
                 let fanoutDone = totals[.fanoutReceived] + s.fanoutSinceInterval >= expected
                 if s.outstanding == 0 && fanoutDone { break }
                 if options.interrupt.isRaised { partialReason = "interrupted while draining"; break }
@@ -168,7 +173,7 @@ public final class RunEngine {
         _ = collectInterval(final: true)
         progress.finish()
 
-        totals.counters[Counter.fanoutExpected.rawValue] = totals[.messagesSent] * UInt64(max(0, openAtStart - 1))
+        totals.counters[Counter.fanoutExpected.rawValue] = expectsFanout ? totals[.messagesSent] * UInt64(max(0, openAtStart - 1)) : 0
         let processCPU = Double(cs_process_cpu_ns() - cpuAtStart) / 1e9
         let clientCPU = Double(clientLoopCPUNs) / 1e9
         let saturated = warnings.contains { $0.hasPrefix("generator") }
@@ -194,47 +199,88 @@ public final class RunEngine {
 
     // MARK: Setup
 
-    func startTarget() throws(RunSetupError) -> WebSocketEndpoint {
+    /// Where the clients connect: a WebSocket endpoint (chat) or a hub base URL (hub).
+    enum Endpoint {
+        case webSocket(WebSocketEndpoint)
+        case hub(address: SocketAddress, base: HubURL)
+    }
+
+    func startTarget() throws(RunSetupError) -> Endpoint {
         let connectNs = UInt64(scenario.connectTimeoutSeconds * 1e9)
         let headers = scenario.headers.map { ($0.name, $0.value) }
         let sources = scenario.sourceAddresses.compactMap(parseIPv4)
-        switch scenario.target {
-        case .embedded:
-            let loop: EventLoop
-            do { loop = try EventLoop(index: 1000) } catch { throw RunSetupError("cannot start the embedded target: \(error)") }
-            do {
-                let s = try ChatServer(loop: loop, address: .ipv4(0x7F00_0001, port: 0))
-                server = s
-            } catch { throw RunSetupError("cannot start the embedded target: \(error)") }
-            serverLoop = loop
-            loop.start(name: "stampede-target")
-            return WebSocketEndpoint(address: .ipv4(0x7F00_0001, port: server!.port), host: "127.0.0.1", path: "/chat",
-                                     subprotocol: scenario.subprotocol, headers: headers, connectTimeoutNs: connectNs,
-                                     upgradeTimeoutNs: connectNs, maxMessageBytes: scenario.maxMessageBytes, sourceAddresses: sources)
-        case .http:
-            throw RunSetupError("the chat workload needs a ws:// target")
-        case .webSocket(let url):
-            guard let address = SocketAddress(host: url.host, port: url.port) else {
-                throw RunSetupError("cannot use target address \(url)")
+        func webSocket(_ address: SocketAddress, host: String, path: String) -> Endpoint {
+            .webSocket(WebSocketEndpoint(address: address, host: host, path: path, subprotocol: scenario.subprotocol, headers: headers,
+                                         connectTimeoutNs: connectNs, upgradeTimeoutNs: connectNs,
+                                         maxMessageBytes: scenario.maxMessageBytes, sourceAddresses: sources))
+        }
+        switch (scenario.target, scenario.workload) {
+        case (.embedded, .chat):
+            let loop = try startTargetLoop()
+            do { chatServer = try ChatServer(loop: loop, address: .ipv4(0x7F00_0001, port: 0)) } catch {
+                throw RunSetupError("cannot start the embedded target: \(error)")
             }
-            return WebSocketEndpoint(address: address, host: url.host, path: url.path, subprotocol: scenario.subprotocol,
-                                     headers: headers, connectTimeoutNs: connectNs, upgradeTimeoutNs: connectNs,
-                                     maxMessageBytes: scenario.maxMessageBytes, sourceAddresses: sources)
+            loop.start(name: "stampede-target")
+            return webSocket(.ipv4(0x7F00_0001, port: chatServer!.port), host: "127.0.0.1", path: "/chat")
+        case (.embedded, .hub):
+            let loop = try startTargetLoop()
+            do { hubServer = try HubServer(loop: loop, address: .ipv4(0x7F00_0001, port: 0), path: "/hub") } catch {
+                throw RunSetupError("cannot start the embedded target: \(error)")
+            }
+            loop.start(name: "stampede-target")
+            return .hub(address: .ipv4(0x7F00_0001, port: hubServer!.port), base: HubURL(host: "127.0.0.1", port: Int(hubServer!.port), path: "/hub", query: ""))
+        case (.webSocket(let url), .chat):
+            guard let address = SocketAddress(host: url.host, port: url.port) else { throw RunSetupError("cannot use target address \(url)") }
+            return webSocket(address, host: url.host, path: url.path)
+        case (.http(let url), .hub):
+            guard let address = SocketAddress(host: url.host, port: url.port) else { throw RunSetupError("cannot use target address \(scenario.target)") }
+            let parts = url.path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+            return .hub(address: address, base: HubURL(host: url.host, port: url.port, path: String(parts[0]), query: parts.count > 1 ? String(parts[1]) : ""))
+        default:
+            throw RunSetupError("the \(scenario.workload.rawValue) workload cannot use target \(scenario.target)")
         }
     }
 
-    func startLoops(count: Int, endpoint: WebSocketEndpoint) throws(RunSetupError) {
+    func startTargetLoop() throws(RunSetupError) -> EventLoop {
+        do {
+            let loop = try EventLoop(index: 1000)
+            serverLoop = loop
+            return loop
+        } catch { throw RunSetupError("cannot start the embedded target: \(error)") }
+    }
+
+    func startLoops(count: Int, endpoint: Endpoint) throws(RunSetupError) {
         let runTag = scenario.name
+        var token: String? = nil
+        if let source = scenario.hub?.accessToken {
+            do { token = try ScenarioLoader.resolveToken(source, scenarioFile: scenario.file) } catch { throw RunSetupError("\(error)") }
+        }
+        let headerLines = Array(scenario.headers.map { "\($0.name): \($0.value)\r\n" }.joined().utf8)
         for i in 0..<count {
             let loop: EventLoop
             do { loop = try EventLoop(index: i) } catch { throw RunSetupError("cannot start event loop \(i): \(error)") }
             let mine = Array(stride(from: i, to: scenario.clients, by: count))
-            let ws = WebSocketClients(loop: loop, endpoint: endpoint, clientCount: mine.count,
-                                      random: FastRandom(seed: scenario.seed &+ UInt64(i) &* 0x1000_0001))
-            let plan = ChatWorkload.Plan(totalClients: scenario.clients, globalIndices: mine, connectRate: scenario.connectRate,
-                                         loadModel: scenario.loadModel, totalRate: scenario.message.ratePerSecond,
-                                         thinkTimeNs: UInt64(scenario.thinkTimeSeconds * 1e9), messageSize: scenario.message.size, runTag: runTag)
-            workloads.append(ChatWorkload(ws: ws, plan: plan))
+            let random = FastRandom(seed: scenario.seed &+ UInt64(i) &* 0x1000_0001)
+            switch endpoint {
+            case .webSocket(let ws):
+                let clients = WebSocketClients(loop: loop, endpoint: ws, clientCount: mine.count, random: random)
+                let plan = ChatWorkload.Plan(totalClients: scenario.clients, globalIndices: mine, connectRate: scenario.connectRate,
+                                             loadModel: scenario.loadModel, totalRate: scenario.message.ratePerSecond,
+                                             thinkTimeNs: UInt64(scenario.thinkTimeSeconds * 1e9), messageSize: scenario.message.size, runTag: runTag)
+                workloads.append(ChatWorkload(ws: clients, plan: plan))
+            case .hub(let address, let base):
+                let spec = scenario.hub ?? HubSpec()
+                let plan = HubPlan(totalClients: scenario.clients, globalIndices: mine, connectRate: scenario.connectRate,
+                                   loadModel: scenario.loadModel, totalRate: scenario.message.ratePerSecond,
+                                   thinkTimeNs: UInt64(scenario.thinkTimeSeconds * 1e9), messageSize: scenario.message.size, spec: spec,
+                                   base: base, accessToken: token, extraHeaderLines: headerLines,
+                                   connectTimeoutNs: UInt64(scenario.connectTimeoutSeconds * 1e9), maxMessageBytes: scenario.maxMessageBytes,
+                                   sourceAddresses: scenario.sourceAddresses.compactMap(parseIPv4), runTag: runTag)
+                switch spec.protocolKind {
+                case .json: workloads.append(HubClients<JSONHubProtocol>(loop: loop, plan: plan, address: address, random: random))
+                case .messagePack: workloads.append(HubClients<MessagePackHubProtocol>(loop: loop, plan: plan, address: address, random: random))
+                }
+            }
             loops.append(loop)
             loop.start(name: "stampede-loop-\(i)")
         }
@@ -349,8 +395,17 @@ public final class RunEngine {
 
     func seconds(_ ns: UInt64) -> Double { Double(ns) / 1e9 }
 
-    func targetDescription(_ e: WebSocketEndpoint) -> String {
-        scenario.target == .embedded ? "the embedded target" : "ws://\(e.address)\(e.path)"
+    /// Whether every message should reach every other connected client: the chat room, or hub
+    /// clients that receive broadcasts without groups. (With groups the expectation is not computed.)
+    var expectsFanout: Bool {
+        switch scenario.workload {
+        case .chat: true
+        case .hub: scenario.hub?.receiveMethod != nil && scenario.hub?.join == nil && scenario.hub?.operation != .stream
+        }
+    }
+
+    func targetDescription(_ e: Endpoint) -> String {
+        scenario.target == .embedded ? "the embedded target" : scenario.target.description
     }
 
     func describeConnectErrors() -> String {

@@ -123,13 +123,14 @@ struct Run: ParsableCommand {
 
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run the reference chat server (workloads.md §2) on loopback.",
+        abstract: "Run a reference server on loopback: the chat server (workloads.md §2) or, with --hub, a SignalR hub.",
         discussion: """
             A WebSocket endpoint that broadcasts every {"message","user","userID"} it receives to
             every connected client, with the server's "date" and "id" added.
 
             Example:
               stampede serve --port 8765          # then target ws://127.0.0.1:8765/chat
+              stampede serve --hub --port 5000    # then target http://127.0.0.1:5000/hub
             """)
 
     @Option(help: "Loopback address to listen on.")
@@ -138,8 +139,11 @@ struct Serve: ParsableCommand {
     @Option(help: "Port (0 picks a free one).")
     var port: Int = 8765
 
-    @Option(help: "WebSocket path.")
-    var path: String = "/chat"
+    @Option(help: "Path (default /chat, or /hub with --hub).")
+    var path: String?
+
+    @Flag(help: "Serve the reference SignalR hub instead of the chat server.")
+    var hub = false
 
     @Option(help: "Stop by itself after this many seconds (0 = until Ctrl-C).")
     var maxSeconds: Double = 0
@@ -149,26 +153,40 @@ struct Serve: ParsableCommand {
             throw ValidationError("--host must be a 127.x.x.x loopback address")
         }
         installSignalHandlers()
+        let path = self.path ?? (hub ? "/hub" : "/chat")
         let loop: EventLoop
-        let server: ChatServer
+        var chatServer: ChatServer?
+        var hubServer: HubServer?
         do {
             loop = try EventLoop(index: 0)
-            server = try ChatServer(loop: loop, address: .ipv4(v4, port: UInt16(clamping: port)), path: path)
+            if hub {
+                hubServer = try HubServer(loop: loop, address: .ipv4(v4, port: UInt16(clamping: port)), path: path)
+            } else {
+                chatServer = try ChatServer(loop: loop, address: .ipv4(v4, port: UInt16(clamping: port)), path: path)
+            }
         } catch {
             FileHandle.standardError.write(Data("error: cannot listen on \(host):\(port): \(error)\n".utf8))
             throw ExitCode(ExitStatus.runFailed)
         }
         loop.start(name: "stampede-serve")
-        print("listening on ws://\(host):\(server.port)\(path)")
+        if let hubServer {
+            print("listening on http://\(host):\(hubServer.port)\(path) (SignalR hub)")
+        } else if let chatServer {
+            print("listening on ws://\(host):\(chatServer.port)\(path)")
+        }
         fflush(nil)
         let start = Date()
         while !interrupt.isRaised && (maxSeconds <= 0 || Date().timeIntervalSince(start) < maxSeconds) {
             Thread.sleep(forTimeInterval: 0.1)
         }
-        let stats = server.statisticsSnapshot()
+        if let stats = chatServer?.statisticsSnapshot() {
+            print("served: \(stats.upgraded) connections, \(stats.messagesReceived) messages received, \(stats.framesBroadcast) frames broadcast, \(stats.invalidMessages) invalid")
+        }
+        if let stats = hubServer?.statisticsSnapshot() {
+            print("served: \(stats.handshakes) hub connections, \(stats.invocations.total) invocations, \(stats.protocolErrors) protocol errors")
+        }
         loop.stop()
         loop.join()
-        print("served: \(stats.upgraded) connections, \(stats.messagesReceived) messages received, \(stats.framesBroadcast) frames broadcast, \(stats.invalidMessages) invalid")
     }
 }
 

@@ -353,7 +353,7 @@ func hubRejectsOtherTargets(target: String, message: String) throws {
     ("keep_alive: 0s", "hub.keep_alive", "expected a duration > 0 such as 500ms, 1.5s, 2m or 1h (a bare number means seconds), got '0s'"),
     ("server_timeout: soon", "hub.server_timeout", "expected a duration > 0 such as 500ms, 1.5s, 2m or 1h (a bare number means seconds), got 'soon'"),
     ("handshake_timeout: -1", "hub.handshake_timeout", "expected a duration > 0 such as 500ms, 1.5s, 2m or 1h (a bare number means seconds), got '-1'"),
-    ("operation: call", "hub.operation", "expected one of 'invoke', 'send', 'stream', 'none', got 'call'"),
+    ("operation: call", "hub.operation", "expected one of 'invoke', 'send', 'stream', 'upload', 'none', got 'call'"),
 ])
 func wrongHubValuesAreRejected(line: String, field: String, message: String) throws {
     let error = try #require(failure(hubPlus(line)))

@@ -24,11 +24,13 @@ stdout: one JSON line (see signalr_common.py). Exit 0 ok, 1 failed, 2 usage, 3 u
 
 import asyncio
 import logging
+import os
 import sys
 import time
 import uuid
 
-import signalr_common as common
+sys.dont_write_bytecode = True  # no __pycache__ in the work tree for signalr_common
+import signalr_common as common  # noqa: E402
 from pysignalr.client import ClientStream, SignalRClient
 from pysignalr.messages import InvocationClientStreamMessage
 from pysignalr.protocol.json import JSONProtocol
@@ -213,6 +215,7 @@ async def run(args, report, peers, deadline, diag):
     if scenario == "broadcast":
         ids = [[common.message_id(report, i, j) for j in range(m)] for i in range(n)]
         all_ids = {mid for row in ids for mid in row}
+        report.plan_settle([p.inbox for p in peers], [all_ids] * n)
 
         async def sender(p):
             for mid in ids[p.index]:
@@ -224,7 +227,7 @@ async def run(args, report, peers, deadline, diag):
 
         await asyncio.gather(*(sender(p) for p in peers))
         await wait_until(lambda: all(p.inbox.count_of(all_ids) == len(all_ids) for p in peers), deadline)
-        common.settle_inboxes(report, [p.inbox for p in peers], [all_ids] * n)
+        report.settle()
 
     elif scenario == "echo":
         report.expected = n * m
@@ -308,6 +311,10 @@ async def run(args, report, peers, deadline, diag):
                 report.error(f"client {p.index}: JoinGroup failed: {exc!r}")
         ids = [[common.message_id(report, i, j, "g") for j in range(m)] for i in range(n)]
         group_ids = {mid for row in ids for mid in row}
+        after_leave = common.message_id(report, 0, 0, "afterleave")
+        marker = common.message_id(report, 0, 0, "marker")
+        report.plan_settle([p.inbox for p in peers],
+                           [(group_ids | {marker}) if p.index % 2 == 0 else {marker} for p in peers])
 
         async def sender(p):
             for mid in ids[p.index]:
@@ -325,16 +332,13 @@ async def run(args, report, peers, deadline, diag):
                 await p.invoke("LeaveGroup", [common.GROUP])
             except Exception as exc:  # noqa: BLE001
                 report.error(f"client {p.index}: LeaveGroup failed: {exc!r}")
-        after_leave = common.message_id(report, 0, 0, "afterleave")
-        marker = common.message_id(report, 0, 0, "marker")
         try:
             await peers[0].invoke("SendToGroup", [common.GROUP, peers[0].user, after_leave])
             await peers[0].invoke("SendMessage", [peers[0].user, marker])
         except Exception as exc:  # noqa: BLE001
             report.error(f"client 0: post-leave sends failed: {exc!r}")
         await wait_until(lambda: all(p.inbox.count_of({marker}) == 1 for p in peers), deadline)
-        expected = [(group_ids | {marker}) if p.index % 2 == 0 else {marker} for p in peers]
-        common.settle_inboxes(report, [p.inbox for p in peers], expected)
+        report.settle()
 
     diag["exchange_s"] = round(time.monotonic() - t1, 3)
 
@@ -381,11 +385,16 @@ async def main_async(args):
         report.error("timed out")
     if time.monotonic() >= deadline:
         timed_out = True
-    await asyncio.gather(*(p.close() for p in peers), return_exceptions=True)
+    # Close within what is left of --timeout (at least 0.5 s); a flooded connection may not finish.
+    closers = [asyncio.create_task(p.close()) for p in peers]
+    _, stuck = await asyncio.wait(closers, timeout=max(0.5, t_start + args.timeout - time.monotonic()))
     if args.scenario in ("echo", "clientresult", "upload", "stream"):
         report.missing = report.expected - report.received
-    return report.emit(timed_out=timed_out, unexpected_closes=sum(p.unexpected_closes for p in peers),
-                       seconds=round(time.monotonic() - t_start, 3), **diag)
+    code = report.emit(timed_out=timed_out, unexpected_closes=sum(p.unexpected_closes for p in peers),
+                       close_stuck=len(stuck), seconds=round(time.monotonic() - t_start, 3), **diag)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # do not let asyncio.run() wait for stuck closing handshakes
 
 
 def main():

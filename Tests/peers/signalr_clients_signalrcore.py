@@ -5,13 +5,14 @@
     $PY Tests/peers/signalr_clients_signalrcore.py --url http://127.0.0.1:PORT/hub \
         --transport websockets|sse|longpolling --protocol json|messagepack --clients N \
         --messages M --timeout 60 --scenario broadcast|echo|stream|clientresult|upload|groups \
-        [--call send|invoke] [--force]
+        [--call send|invoke] [--force] [--keepalive 10]
 
 Same scenarios, report line and exit codes as signalr_clients.py (see there and
 signalr_common.py). Combinations signalrcore cannot do are reported as unsupported (exit 3)
 without connecting; --force tries them anyway (to re-check a library upgrade).
 The transport is always chosen explicitly (signalrcore's own fallback checks SSE twice and
-never reaches long polling).
+never reaches long polling). --keepalive S: the driver sends its own Ping every S seconds
+(default 10; 0 = only signalrcore's own pings, i.e. none without automatic reconnect).
 """
 
 import logging
@@ -22,40 +23,43 @@ import threading
 import time
 import uuid
 
-import signalr_common as common
+sys.dont_write_bytecode = True  # no __pycache__ in the work tree for signalr_common
+import signalr_common as common  # noqa: E402
 from signalrcore.hub.handlers import InvocationHandler, StreamHandler
 from signalrcore.hub_connection_builder import HubConnectionBuilder
 from signalrcore.messages.invocation_message import InvocationClientStreamMessage
+from signalrcore.messages.ping_message import PingMessage
 from signalrcore.messages.stream_invocation_message import StreamInvocationMessage
 from signalrcore.protocol.messagepack_protocol import MessagePackHubProtocol
 from signalrcore.subject import Subject
 from signalrcore.types import HttpTransportType, HubProtocolEncoding
 
 LIBRARY = "signalrcore"
+KEEPALIVE = 10.0   # seconds between the driver's own Pings; --keepalive 0 = the library's behaviour
 TRANSPORT = {
     "websockets": HttpTransportType.web_sockets,
     "sse": HttpTransportType.server_sent_events,
     "longpolling": HttpTransportType.long_polling,
 }
 
-# (transport, protocol, scenario) -> reason; None is a wildcard. Found by running them with
-# --force against signalr_hub_server.py (aiosignalr); see Tests/peers/README.md.
+# (transport, protocol, scenarios) -> reason; None is a wildcard. Each entry was confirmed by
+# running it with --force against signalr_hub_server.py (aiosignalr); see Tests/peers/README.md.
 UNSUPPORTED = [
-    (None, None, "clientresult",
+    (None, None, ("clientresult",),
      "signalrcore 1.0.2 has no client-results API: handler return values are ignored and no "
      "Completion is sent for a server Invocation that has an invocationId, so AskClient never gets an answer"),
     ("sse", "messagepack", None,
-     "SSE is text-only (the server offers ServerSentEvents with transferFormats [Text]); signalrcore "
+     "SSE is text-only (the server offers ServerSentEvents with transferFormats [Text]) and signalrcore "
      "silently falls back to JSON instead of failing"),
     ("longpolling", "messagepack", None,
-     "signalrcore's long polling never uses its binary client (is_binary is never passed, and "
-     "LongPollingBinaryClient.__init__ calls super() with the wrong class): MessagePack polls are "
-     "decoded as UTF-8 text split on 0x1E"),
-    ("longpolling", "json", None,
-     "signalrcore's long polling client hands on only the first 0x1E-terminated message of each "
-     "poll response and keeps the rest until the next poll returns, so any poll that carries "
-     "several messages delays them by a poll timeout each; and it never sends the DELETE in a way "
-     "that ends the poll it is blocked in"),
+     "signalrcore's long polling never uses its binary client (the factory never passes is_binary, and "
+     "LongPollingBinaryClient.__init__ calls super() with the wrong class): MessagePack poll bodies are "
+     "decoded as UTF-8 text and split on 0x1E, so every hub message after the handshake is lost"),
+    ("longpolling", "json", ("broadcast", "stream", "groups"),
+     "signalrcore's long polling client hands on only the first 0x1E-terminated message of each poll "
+     "response and keeps the rest until a later poll returns, so when several messages share a poll "
+     "they trickle out one per poll timeout (15 s on aiosignalr); only one-message-at-a-time scenarios "
+     "(echo, upload) work"),
 ]
 
 
@@ -87,6 +91,7 @@ class Peer:
         self.conn = builder.build()
         self.inbox = common.Inbox(report, index)
         self.opened = threading.Event()
+        self.start_failed = threading.Event()
         self.closed = threading.Event()
         self.closing = False
         self.unexpected_closes = 0
@@ -121,7 +126,33 @@ class Peer:
             self.report.error(f"client {self.index}: error: {text}")
 
     def start(self):
-        return self.conn.start()
+        started = self.conn.start()
+        # One sender at a time per connection: the ping thread below, and the scenario thread,
+        # share a socket (WebSockets) or must keep one POST in flight (SSE, long polling).
+        transport = self.conn.transport
+        send, lock = transport.send, threading.Lock()
+
+        def locked_send(message, *a, **kw):
+            with lock:
+                return send(message, *a, **kw)
+
+        transport.send = locked_send
+        if KEEPALIVE > 0:
+            threading.Thread(target=self._keepalive, daemon=True).start()
+        return started
+
+    def _keepalive(self):
+        """signalrcore only pings when automatic reconnect is configured (WebSockets) and never on
+        SSE in practice, so a client that only listens is dropped by the server's client timeout
+        (30 s). Send a Ping every KEEPALIVE seconds ourselves."""
+        while not self.closing:
+            time.sleep(KEEPALIVE)
+            if self.closing or not self.opened.is_set():
+                continue
+            try:
+                self.conn.transport.send(PingMessage())
+            except Exception:  # noqa: BLE001
+                pass
 
     def protocol_name(self):
         return "messagepack" if isinstance(self.conn.protocol, MessagePackHubProtocol) else "json"
@@ -264,11 +295,13 @@ def run(args, report, peers, deadline, diag):
         try:
             p.start()
         except Exception as exc:  # noqa: BLE001
+            p.start_failed.set()
             report.error(f"client {p.index}: start failed: {exc!r}")
 
     join_all(run_parallel(peers, starter), deadline)
+    wait_until(lambda: all(p.opened.is_set() or p.start_failed.is_set() for p in peers), deadline)
     for p in peers:
-        if not p.opened.wait(max(0.0, deadline - time.monotonic())):
+        if not p.opened.is_set() and not p.start_failed.is_set():
             report.error(f"client {p.index}: not connected before the deadline")
     diag["connect_s"] = round(time.monotonic() - t0, 3)
     connected = sum(p.opened.is_set() for p in peers)
@@ -293,6 +326,7 @@ def run(args, report, peers, deadline, diag):
     if scenario == "broadcast":
         ids = [[common.message_id(report, i, j) for j in range(m)] for i in range(n)]
         all_ids = {mid for row in ids for mid in row}
+        report.plan_settle([p.inbox for p in peers], [all_ids] * n)
 
         def sender(p):
             for mid in ids[p.index]:
@@ -304,7 +338,7 @@ def run(args, report, peers, deadline, diag):
 
         join_all(run_parallel(peers, sender), deadline)
         wait_until(lambda: all(p.inbox.count_of(all_ids) == len(all_ids) for p in peers), deadline)
-        common.settle_inboxes(report, [p.inbox for p in peers], [all_ids] * n)
+        report.settle()
 
     elif scenario in ("echo", "clientresult"):
         report.expected = n * m
@@ -371,6 +405,10 @@ def run(args, report, peers, deadline, diag):
                 report.error(f"client {p.index}: JoinGroup failed: {exc!r}")
         ids = [[common.message_id(report, i, j, "g") for j in range(m)] for i in range(n)]
         group_ids = {mid for row in ids for mid in row}
+        after_leave = common.message_id(report, 0, 0, "afterleave")
+        marker = common.message_id(report, 0, 0, "marker")
+        report.plan_settle([p.inbox for p in peers],
+                           [(group_ids | {marker}) if p.index % 2 == 0 else {marker} for p in peers])
 
         def sender(p):
             for mid in ids[p.index]:
@@ -387,16 +425,13 @@ def run(args, report, peers, deadline, diag):
                 p.invoke("LeaveGroup", [common.GROUP], deadline)
             except Exception as exc:  # noqa: BLE001
                 report.error(f"client {p.index}: LeaveGroup failed: {exc!r}")
-        after_leave = common.message_id(report, 0, 0, "afterleave")
-        marker = common.message_id(report, 0, 0, "marker")
         try:
             peers[0].invoke("SendToGroup", [common.GROUP, peers[0].user, after_leave], deadline)
             peers[0].invoke("SendMessage", [peers[0].user, marker], deadline)
         except Exception as exc:  # noqa: BLE001
             report.error(f"client 0: post-leave sends failed: {exc!r}")
         wait_until(lambda: all(p.inbox.count_of({marker}) == 1 for p in peers), deadline)
-        expected = [(group_ids | {marker}) if p.index % 2 == 0 else {marker} for p in peers]
-        common.settle_inboxes(report, [p.inbox for p in peers], expected)
+        report.settle()
 
     diag["exchange_s"] = round(time.monotonic() - t1, 3)
 
@@ -423,9 +458,9 @@ def check_upload(report, index, count, m):
 
 
 def unsupported_reason(args):
-    for transport, protocol, scenario, why in UNSUPPORTED:
+    for transport, protocol, scenarios, why in UNSUPPORTED:
         if ((transport is None or transport == args.transport) and (protocol is None or protocol == args.protocol)
-                and (scenario is None or scenario == args.scenario)):
+                and (scenarios is None or args.scenario in scenarios)):
             return why
     return None
 
@@ -435,6 +470,14 @@ def main():
     force = "--force" in argv
     if force:
         argv = [a for a in argv if a != "--force"]
+    global KEEPALIVE
+    if "--keepalive" in argv:
+        i = argv.index("--keepalive")
+        try:
+            KEEPALIVE = float(argv[i + 1])
+        except (IndexError, ValueError):
+            common.die_usage("--keepalive needs a number of seconds")
+        del argv[i:i + 2]
     args = common.parse_args(LIBRARY, argv)
     logging.getLogger("SignalRCoreClient").setLevel(logging.DEBUG if args.verbose else logging.CRITICAL + 1)
     if args.verbose:
@@ -468,4 +511,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

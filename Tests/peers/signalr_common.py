@@ -86,6 +86,19 @@ class Report:
         self.error_samples = []
         self.extra = {}
         self.run_id = uuid.uuid4().hex[:8]
+        self._settle = None
+        self._settle_lock = threading.Lock()
+
+    def plan_settle(self, inboxes, expected_by_client):
+        """Register the ReceiveMessage accounting to fold in, now or when the run ends early."""
+        self._settle = (inboxes, expected_by_client)
+
+    def settle(self):
+        """Fold the planned inbox accounting into the counts (once; no-op if none planned)."""
+        with self._settle_lock:
+            planned, self._settle = self._settle, None
+        if planned is not None:
+            settle_inboxes(self, *planned)
 
     def error(self, text):
         with self.lock:
@@ -99,6 +112,7 @@ class Report:
                 "scenario": a.scenario, "clients": a.clients}
 
     def emit(self, **diagnostics):
+        self.settle()
         if self.expected == 0:      # stopped before the scenario computed it (timeout, connect error)
             self.expected = planned_expected(self.args)
             self.missing = self.expected - self.received

@@ -50,7 +50,7 @@ STATS = {
     "peak_connections": 0,
     "transports": Tally(),
     "protocols": Tally(),
-    "handshake_versions": Tally(),
+    "stateful_connections": 0,       # handshakes that switched stateful reconnect on (version 2)
     "handshake_failures": 0,
     "negotiations": Tally(),          # by negotiate version: "v0", "v1"
     "stateful_reconnect_negotiated": 0,
@@ -175,6 +175,8 @@ def _install_handshake_counter():
         if self.protocol is not None and not getattr(self, "_stampede_counted", False):
             self._stampede_counted = True
             STATS["protocols"][self.protocol.name] += 1
+            if self._message_buffer is not None:
+                STATS["stateful_connections"] += 1
         elif not ok:
             STATS["handshake_failures"] += 1
         return ok
