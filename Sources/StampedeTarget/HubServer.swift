@@ -348,7 +348,6 @@ public final class HubServer: EventLoopHandler, @unchecked Sendable {
         s.http10 = head.versionMinor == 0
         s.route = .none
         s.target = nil
-        s.bodyBytes = 0
         if head.expectsContinue && !s.http10 {
             let c: StaticString = "HTTP/1.1 100 Continue\r\n\r\n"
             loop.write(s.id, UnsafeRawBufferPointer(start: c.utf8Start, count: c.utf8CodeUnitCount))
@@ -357,9 +356,10 @@ public final class HubServer: EventLoopHandler, @unchecked Sendable {
         var pathEnd = t.upperBound
         for i in t where buf[i] == 0x3F || buf[i] == 0x23 { pathEnd = i; break }
         let pathBytes = UnsafeRawBufferPointer(rebasing: buf[t.lowerBound..<pathEnd])
-        let isHub = HubBytes.equals(pathBytes, self.pathBytes)
+        // Paths match ignoring ASCII case, as ASP.NET's routing does.
+        let isHub = HubBytes.equalsIgnoringCase(pathBytes, self.pathBytes)
         let isNegotiate = !isHub && pathBytes.count == self.pathBytes.count + 10
-            && HubBytes.equals(UnsafeRawBufferPointer(rebasing: pathBytes[0..<self.pathBytes.count]), self.pathBytes)
+            && HubBytes.equalsIgnoringCase(UnsafeRawBufferPointer(rebasing: pathBytes[0..<self.pathBytes.count]), self.pathBytes)
             && HubBytes.equalsIgnoringCase(UnsafeRawBufferPointer(rebasing: pathBytes[self.pathBytes.count...]), "/negotiate")
         guard isHub || isNegotiate else {
             s.route = .reject(404, "Not Found", "Not Found")
@@ -457,7 +457,6 @@ public final class HubServer: EventLoopHandler, @unchecked Sendable {
 
     func requestBody(_ s: HubSocket, _ bytes: UnsafeRawBufferPointer) {
         guard case .send = s.route, let c = s.target, !c.disposed, c.transport != .webSockets else { return }
-        s.bodyBytes += bytes.count
         if c.transport == nil {
             // Sent before the transport started: keep it (bounded) until the transport claims the connection.
             let early = c.earlyInput ?? ByteBuffer()
@@ -579,10 +578,17 @@ public final class HubServer: EventLoopHandler, @unchecked Sendable {
                 respond(s, status: 400, reason: "Bad Request", text: "Cannot change transports mid-connection")
                 return
             }
-            guard c.socket == nil, c.stateful != nil, c.phase == .open else {
+            guard c.stateful != nil, c.phase == .open else {
                 respond(s, status: 409, reason: "Conflict", text: "Connection ID is already in use.")
                 return
             }
+            // Stateful reconnect: the client may be back before we noticed its old socket die;
+            // like ASP.NET, the new WebSocket replaces the old one.
+            if let old = c.socket, let oldSocket = socket(old) {
+                loop.close(old)
+                forget(oldSocket)
+            }
+            c.socket = nil
             resuming = true
         }
         WebSocketHandshake.switchingProtocols(key: s.webSocketKey).withUnsafeBytes { loop.write(s.id, $0) }
@@ -727,13 +733,13 @@ public final class HubServer: EventLoopHandler, @unchecked Sendable {
             case .close(let code, _):
                 var be = (code ?? 1000).bigEndian
                 withUnsafeBytes(of: &be) { writeFrame(s.id, .close, code == nil ? UnsafeRawBufferPointer(start: nil, count: 0) : $0) }
-                closeWebSocketSocket(s)
+                closeWebSocketSocket(s, graceful: true)
                 return buffer.count
             case .fail(let failure):
                 statistics.protocolErrors += 1
                 var be = failure.closeCode.bigEndian
                 withUnsafeBytes(of: &be) { writeFrame(s.id, .close, $0) }
-                closeWebSocketSocket(s)
+                closeWebSocketSocket(s, graceful: true)
                 return buffer.count
             }
             offset += consumed
@@ -741,15 +747,16 @@ public final class HubServer: EventLoopHandler, @unchecked Sendable {
         return s.mode == .webSocket ? offset : buffer.count
     }
 
-    /// The peer closed (or broke) the WebSocket: close the socket after the reply, and let the
-    /// hub connection end (or wait for a stateful resume).
-    func closeWebSocketSocket(_ s: HubSocket) {
+    /// The peer closed the WebSocket (or broke its framing): close the socket after the reply
+    /// and end the hub connection. Only an abrupt loss (`closed`) leaves a stateful connection
+    /// waiting to be resumed.
+    func closeWebSocketSocket(_ s: HubSocket, graceful: Bool) {
         let c = s.connection
         loop.closeAfterFlush(s.id)
         forget(s)
         if let c, !c.disposed, c.socket == s.id {
             c.socket = nil
-            transportLost(c)
+            if graceful { endConnection(c, close: nil) } else { transportLost(c) }
         }
     }
 
@@ -792,7 +799,6 @@ final class HubSocket {
     var webSocketKey = ""
     var negotiateVersion = 0
     var wantsStatefulReconnect = false
-    var bodyBytes = 0
 
     init(id: ConnectionID) { self.id = id }
 }

@@ -59,7 +59,11 @@ final class HubBroadcast {
     var failed = false
 
     func reset() {
-        for b in [json, messagePack, webSocketText, webSocketBinary, sse] { b.clear() }
+        json.clear()
+        messagePack.clear()
+        webSocketText.clear()
+        webSocketBinary.clear()
+        sse.clear()
         hasJSON = false; hasMessagePack = false; hasWebSocketText = false; hasWebSocketBinary = false; hasSSE = false
         failed = false
     }

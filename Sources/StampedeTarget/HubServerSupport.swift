@@ -72,6 +72,13 @@ enum HubBytes {
         return true
     }
 
+    /// Whether `a` equals `b`, ignoring ASCII case.
+    static func equalsIgnoringCase(_ a: UnsafeRawBufferPointer, _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        for i in 0..<a.count where lower(a[i]) != lower(b[i]) { return false }
+        return true
+    }
+
     static func equals(_ a: UnsafeRawBufferPointer, _ b: [UInt8]) -> Bool {
         guard a.count == b.count else { return false }
         return b.withUnsafeBytes { bb in

@@ -104,3 +104,32 @@ struct HubClientInteropTests {
         }
     }
 }
+
+@Suite(.serialized)
+struct EmbeddedHubTests {
+    /// Every hub operation over every transport and encoding against Stampede's own reference hub.
+    @Test(arguments: HubCase.allCases)
+    func hubClientsAgainstTheEmbeddedHubAccountForEveryCall(_ hubCase: HubCase) throws {
+        for (transport, protocolKind) in hubTransportMatrix {
+            let o = try run(hubCase.scenario(target: .embedded, transport: transport, protocolKind: protocolKind))
+            hubCase.check(o, clients: 6)
+        }
+    }
+
+    /// The hub scenarios in scenarios/ run as shipped (shortened) against the embedded hub.
+    @Test func everyHubScenarioFileRunsAgainstTheEmbeddedHub() throws {
+        let dir = repositoryRoot.appendingPathComponent("scenarios")
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix("hub-") && $0.hasSuffix(".yaml") }.sorted()
+        #expect(files.count >= 6)
+        for file in files {
+            var s = try ScenarioLoader.load(path: dir.appendingPathComponent(file).path)
+            s.clients = min(s.clients, 10)
+            s.durationSeconds = 0.5
+            let o = try run(s)
+            #expect(o.exitCode == 0, "\(file): \(o.record.fatalError ?? "")")
+            #expect(o.summary.connections.connected == UInt64(s.clients), "\(file)")
+            #expect(o.summary.messages.accountingClosed && o.summary.messages.lost == 0, "\(file)")
+            #expect(o.summary.errorsTotal == 0, "\(file): \(o.summary.errors.filter { $0.value > 0 })")
+        }
+    }
+}

@@ -561,15 +561,15 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             sendHub(k) { out in
                 switch plan.spec.operation {
                 case .invoke:
-                    Codec.writeInvocation(into: out, invocationId: id, target: .utf8(methodBytes(spec.method)), streamIds: nil) { w in
+                    Codec.writeInvocation(into: out, invocationId: id, target: .utf8(methodBytes(spec.method)), streamIds: Self.noStreams) { w in
                         writeArguments(&w, spec.arguments, k: k, sequence: sequence, stamp: stampText)
                     }
                 case .send:
-                    Codec.writeInvocation(into: out, invocationId: nil, target: .utf8(methodBytes(spec.method)), streamIds: nil) { w in
+                    Codec.writeInvocation(into: out, invocationId: nil, target: .utf8(methodBytes(spec.method)), streamIds: Self.noStreams) { w in
                         writeArguments(&w, spec.arguments, k: k, sequence: sequence, stamp: stampText)
                     }
                 case .stream:
-                    Codec.writeStreamInvocation(into: out, invocationId: id, target: .utf8(methodBytes(spec.method)), streamIds: nil) { w in
+                    Codec.writeStreamInvocation(into: out, invocationId: id, target: .utf8(methodBytes(spec.method)), streamIds: Self.noStreams) { w in
                         writeArguments(&w, spec.arguments, k: k, sequence: sequence, stamp: stampText)
                     }
                 case .upload:
@@ -606,6 +606,10 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             totalOutstanding += 1
         }
     }
+
+    /// An empty stream id list: MessagePack then writes the 6-item Invocation the official clients
+    /// send (some peers fail on the valid 5-item form).
+    static var noStreams: UnsafeBufferPointer<UInt64> { UnsafeBufferPointer(start: nil, count: 0) }
 
     /// Client-to-server stream ids (numeric, as the official clients' counters).
     var nextStreamId: UInt64 = 1
@@ -708,7 +712,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         if let join = plan.spec.join {
             setPhase(k, .joining)
             sendHub(k) { out in
-                Codec.writeInvocation(into: out, invocationId: "join", target: .utf8(methodBytes(join.method)), streamIds: nil) { w in
+                Codec.writeInvocation(into: out, invocationId: "join", target: .utf8(methodBytes(join.method)), streamIds: Self.noStreams) { w in
                     writeArguments(&w, join.arguments, k: k, sequence: 0, stamp: UnsafeRawBufferPointer(start: nil, count: 0))
                 }
             }
@@ -949,7 +953,9 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     func receivedSide(_ k: Int, _ bytes: UnsafeRawBufferPointer) -> Int {
         var offset = 0
         let epoch = clients[k].epoch
-        while offset < bytes.count {
+        // Keep asking until the parser needs more: a response that ends exactly at the end of
+        // the input reports `.end` only when asked again with nothing left.
+        while true {
             let (event, used) = clients[k].sideHTTP.next(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
             offset += used
             switch event {
@@ -987,7 +993,6 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
                 guard clients[k].epoch == epoch else { return bytes.count }
             }
         }
-        return offset
     }
 
     func httpFailure(_ k: Int, _ status: Int) {
@@ -1058,7 +1063,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     func receivedHTTPMain(_ k: Int, _ bytes: UnsafeRawBufferPointer) -> Int {
         var offset = 0
         let epoch = clients[k].epoch
-        while offset < bytes.count {
+        while true {  // as in receivedSide: `.end` may need one more call with nothing left
             let slice = UnsafeRawBufferPointer(rebasing: bytes[offset...])
             let (event, used) = clients[k].mainHTTP.next(slice)
             switch event {
@@ -1097,7 +1102,6 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             }
             guard clients[k].epoch == epoch else { return bytes.count }
         }
-        return offset
     }
 
     func pollEnded(_ k: Int) {
