@@ -27,6 +27,9 @@ public struct RunOptions: Sendable {
     public var progress: ProgressStyle
     public var interrupt: InterruptFlag
     public var commandLine: [String]
+    /// Fault injection: at each offset (seconds into the message phase), abruptly reset the
+    /// connections of the given fraction of connected clients.
+    public var connectionDrops: [(atSeconds: Double, fraction: Double)] = []
 
     public enum ProgressStyle: Sendable { case terminal, lines, silent }
 
@@ -136,8 +139,13 @@ public final class RunEngine {
             let t0 = EventLoop.now() + 50_000_000
             let t1 = t0 + UInt64(scenario.durationSeconds * 1e9)
             for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.beginMessages(startNs: t0, endNs: t1) } }
+            var drops = options.connectionDrops.sorted { $0.atSeconds < $1.atSeconds }
             while EventLoop.now() < t1 {
                 _ = tick()
+                if let next = drops.first, EventLoop.now() >= t0 + UInt64(next.atSeconds * 1e9) {
+                    drops.removeFirst()
+                    for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.dropConnections(fraction: next.fraction) } }
+                }
                 if options.interrupt.isRaised { partialReason = "interrupted during the message phase"; break }
             }
             messageSeconds = seconds(min(EventLoop.now(), t1) - t0)

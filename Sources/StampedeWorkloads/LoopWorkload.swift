@@ -25,6 +25,8 @@ public protocol LoopWorkload: AnyObject, Sendable {
     func beginDrain()
     /// Counts what is still outstanding as lost for `lostReason`, then closes every connection cleanly.
     func closeAll(lostReason: LossReason)
+    /// Fault injection: abruptly resets the connections of `fraction` (0…1) of the connected clients.
+    func dropConnections(fraction: Double)
 }
 
 extension ChatWorkload: LoopWorkload {
@@ -34,4 +36,10 @@ extension ChatWorkload: LoopWorkload {
     }
     public var openCount: Int { ws.openCount }
     public var inFlightConnects: Int { ws.inFlightConnects }
+
+    public func dropConnections(fraction: Double) {
+        for k in plan.globalIndices.indices where ws.state(of: k) == .open {
+            if ws.random.unit() < fraction { ws.abort(k, reset: true) }
+        }
+    }
 }

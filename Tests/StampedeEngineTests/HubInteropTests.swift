@@ -133,3 +133,48 @@ struct EmbeddedHubTests {
         }
     }
 }
+
+/// Stateful reconnect (§6): every client's WebSocket is reset mid-run; each reopens the same
+/// connection id, exchanges Sequence messages, replays what was not acknowledged, and no call
+/// is lost.
+func statefulReconnectScenario(_ name: String, target: Target, protocolKind: HubProtocolKind) -> Scenario {
+    var s = hubScenario(name, target: target, transport: .webSockets, protocolKind: protocolKind, clients: 6, duration: 2,
+                        rate: 60, operation: .invoke, method: "Echo", arguments: [.stamp])
+    s.hub?.statefulReconnect = true
+    return s
+}
+
+func runWithDrop(_ s: Scenario) throws -> RunOutcome {
+    var options = RunOptions(loops: 2, resultsRoot: temporaryFolder(s.name), progress: .silent)
+    options.connectionDrops = [(atSeconds: 0.7, fraction: 1.0)]
+    return try RunEngine(scenario: s, options: options).run()
+}
+
+func expectResumedWithoutLoss(_ o: RunOutcome, sourceLocation: SourceLocation = #_sourceLocation) {
+    let m = o.summary.messages
+    #expect(o.exitCode == 0, sourceLocation: sourceLocation)
+    #expect(m.sent > 0 && m.delivered == m.sent && m.lost == 0, "sent \(m.sent) delivered \(m.delivered) lost \(m.lost)", sourceLocation: sourceLocation)
+    #expect(o.summary.counters["reconnected"] == 6, "\(o.summary.counters)", sourceLocation: sourceLocation)
+    #expect(o.summary.connections.connected == 6, sourceLocation: sourceLocation)
+    #expect(o.summary.errors["connection_reset"] == 6, sourceLocation: sourceLocation)
+}
+
+@Suite(.serialized)
+struct StatefulReconnectTests {
+    @Test(arguments: HubProtocolKind.allCases)
+    func resetConnectionsResumeAgainstTheEmbeddedHubWithNothingLost(_ protocolKind: HubProtocolKind) throws {
+        expectResumedWithoutLoss(try runWithDrop(statefulReconnectScenario("stateful-embedded", target: .embedded, protocolKind: protocolKind)))
+    }
+
+    @Test(arguments: HubProtocolKind.allCases)
+    func resetConnectionsResumeAgainstAiosignalrWithNothingLost(_ protocolKind: HubProtocolKind) throws {
+        let python = try peerPython("aiosignalr")
+        let server = try BackgroundProcess(python, [repositoryRoot.appendingPathComponent("Tests/peers/signalr_hub_server.py").path,
+                                                    "--port", "0", "--max-seconds", "120", "--stateful-reconnect"])
+        defer { server.stop() }
+        let line = try server.waitForLine(prefix: "LISTENING ", timeout: 30)
+        let port = try #require(Int(line.dropFirst("LISTENING ".count)))
+        let target = Target.http(url: WebSocketURL(host: "127.0.0.1", port: port, path: "/hub"))
+        expectResumedWithoutLoss(try runWithDrop(statefulReconnectScenario("stateful-aiosignalr", target: target, protocolKind: protocolKind)))
+    }
+}

@@ -88,6 +88,17 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         var phaseStartNs: UInt64 = 0
         var reconnectAttempts = 0
         var everConnected = false
+        /// Stateful reconnect (§6): numbered messages sent and received on this logical
+        /// connection, the sent ones not yet acknowledged, and the resume bookkeeping.
+        var stateful = false
+        var sentSequence: UInt64 = 0
+        var receivedSequence: UInt64 = 0
+        var ackedReceived: UInt64 = 0
+        var replay: [UInt8] = []
+        var replayEnds: [(id: UInt64, end: Int)] = []
+        var awaitingSequence = false
+        var duplicatesToSkip: UInt64 = 0
+        var resuming = false
         init(base: HubURL) { self.base = base }
     }
 
@@ -243,7 +254,13 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
                 continue
             }
             if now - clients[k].lastSentNs >= keepAlive {
-                sendHub(k) { out in Codec.writePing(into: out) }
+                sendHub(k, numbered: false) { out in Codec.writePing(into: out) }
+            }
+            // Stateful reconnect: acknowledge what arrived, coalesced to about once a second (§6).
+            if clients[k].stateful && !clients[k].resuming && clients[k].receivedSequence > clients[k].ackedReceived {
+                let id = clients[k].receivedSequence
+                clients[k].ackedReceived = id
+                sendHub(k, numbered: false) { out in Codec.writeAck(into: out, sequenceId: id) }
             }
         }
     }
@@ -276,6 +293,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         clients[k].handshakeDone = false
         clients[k].inbound.removeAll(keepingCapacity: true)
         clients[k].postQueue.removeAll(keepingCapacity: true)
+        resetStatefulState(k)
         clients[k].phaseStartNs = EventLoop.now()
         metrics.count(.connectAttempts)
         loop.schedule(at: EventLoop.now() + UInt64(plan.spec.handshakeTimeoutSeconds * 1e9) + plan.connectTimeoutNs * 2,
@@ -288,6 +306,18 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         } else {
             negotiate(k)
         }
+    }
+
+    func resetStatefulState(_ k: Int) {
+        clients[k].stateful = false
+        clients[k].sentSequence = 0
+        clients[k].receivedSequence = 0
+        clients[k].ackedReceived = 0
+        clients[k].replay.removeAll(keepingCapacity: false)
+        clients[k].replayEnds.removeAll(keepingCapacity: false)
+        clients[k].awaitingSequence = false
+        clients[k].duplicatesToSkip = 0
+        clients[k].resuming = false
     }
 
     func negotiate(_ k: Int) {
@@ -500,10 +530,37 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         setPhase(k, .handshaking)
         clients[k].phaseStartNs = EventLoop.now()
         let name = plan.spec.protocolKind == .json ? "json" : "messagepack"
-        let version = (plan.spec.statefulReconnect && clients[k].negotiated?.useStatefulReconnect == true) ? 2 : 1
+        let stateful = plan.spec.statefulReconnect && clients[k].negotiated?.useStatefulReconnect == true && clients[k].transport == .webSockets
+        let version = stateful ? 2 : 1
         var handshake = Array(#"{"protocol":"\#(name)","version":\#(version)}"#.utf8)
         handshake.append(0x1E)
         handshake.withUnsafeBytes { sendTransportBytes(k, $0, text: true) }
+        clients[k].stateful = stateful
+    }
+
+    /// Stateful reconnect after an abrupt drop: the same URL and id again, no negotiate and no
+    /// handshake (§6). On success the client never left Connected.
+    func resume(_ k: Int) {
+        clients[k].resuming = true
+        clients[k].awaitingSequence = true
+        metrics.count(.reconnectAttempts)
+        openMain(k)
+    }
+
+    /// The socket is back: tell the server where our numbering resumes, then replay what it has
+    /// not acknowledged (it skips what it already processed).
+    func resumed(_ k: Int) {
+        clients[k].resuming = false
+        metrics.count(.reconnected)
+        let first = clients[k].replayEnds.first?.id ?? clients[k].sentSequence + 1
+        sendHub(k, numbered: false) { out in Codec.writeSequence(into: out, sequenceId: first) }
+        clients[k].replay.withUnsafeBytes { bytes in
+            var start = 0
+            for entry in clients[k].replayEnds {
+                sendTransportBytes(k, UnsafeRawBufferPointer(rebasing: bytes[start..<entry.end]), text: plan.spec.protocolKind == .json)
+                start = entry.end
+            }
+        }
     }
 
     /// Sends framed hub bytes over the client's transport.
@@ -528,10 +585,19 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     }
 
     /// Writes one hub message with `write` into the scratch buffer and sends it.
+    /// `numbered`: message types 1–5, which stateful reconnect numbers and keeps until acknowledged.
     @inline(__always)
-    func sendHub(_ k: Int, _ write: (UnsafeMutableRawBufferPointer) -> Int?) {
+    func sendHub(_ k: Int, numbered: Bool = true, _ write: (UnsafeMutableRawBufferPointer) -> Int?) {
         guard let n = write(scratch) else { return }
-        sendTransportBytes(k, UnsafeRawBufferPointer(rebasing: scratch[0..<n]), text: plan.spec.protocolKind == .json)
+        let bytes = UnsafeRawBufferPointer(rebasing: scratch[0..<n])
+        if clients[k].stateful && numbered {
+            clients[k].sentSequence += 1
+            clients[k].replay.append(contentsOf: bytes)
+            clients[k].replayEnds.append((clients[k].sentSequence, clients[k].replay.count))
+            // While the socket is being reopened the message waits in the replay buffer.
+            if clients[k].resuming { return }
+        }
+        sendTransportBytes(k, bytes, text: plan.spec.protocolKind == .json)
     }
 
     // MARK: Calls
@@ -741,6 +807,27 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     }
 
     func handle(_ k: Int, _ m: HubMessage, _ buffer: UnsafeRawBufferPointer) {
+        if clients[k].stateful {
+            switch m.messageType {
+            case .invocation, .streamItem, .completion, .streamInvocation, .cancelInvocation:
+                // After a resume everything before the server's Sequence is ignored, and replays
+                // of messages already processed are skipped (§6).
+                if clients[k].awaitingSequence { return }
+                if clients[k].duplicatesToSkip > 0 { clients[k].duplicatesToSkip -= 1; return }
+                clients[k].receivedSequence += 1
+            case .ack:
+                acknowledge(k, upTo: m.sequenceId)
+                return
+            case .sequence:
+                let next = clients[k].receivedSequence + 1
+                guard m.sequenceId <= next else { fail(k, .protocolError); return }
+                clients[k].awaitingSequence = false
+                clients[k].duplicatesToSkip = next - m.sequenceId
+                return
+            default:
+                break
+            }
+        }
         switch m.messageType {
         case .completion:
             guard let idRange = m.invocationId else { return }
@@ -789,6 +876,21 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         case .streamInvocation, .cancelInvocation, .ack, .sequence, .none:
             break
         }
+    }
+
+    /// Drops replay-buffered messages the server has acknowledged.
+    func acknowledge(_ k: Int, upTo id: UInt64) {
+        var dropCount = 0
+        var dropBytes = 0
+        for entry in clients[k].replayEnds {
+            guard entry.id <= id else { break }
+            dropCount += 1
+            dropBytes = entry.end
+        }
+        guard dropCount > 0 else { return }
+        clients[k].replay.removeFirst(dropBytes)
+        clients[k].replayEnds.removeFirst(dropCount)
+        for i in clients[k].replayEnds.indices { clients[k].replayEnds[i].end -= dropBytes }
     }
 
     /// A server-to-client invocation with an id expects a Completion (client results, §4).
@@ -883,7 +985,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     /// Close message (best effort), then the transport's own close.
     func closeGracefully(_ k: Int) {
         if clients[k].phase == .connected || clients[k].phase == .joining {
-            sendHub(k) { out in Codec.writeClose(into: out, error: nil, allowReconnect: false) }
+            sendHub(k, numbered: false) { out in Codec.writeClose(into: out, error: nil, allowReconnect: false) }
         }
         switch clients[k].transport {
         case .webSockets where clients[k].mainState == .wsOpen:
@@ -1019,7 +1121,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
                 case .accepted:
                     clients[k].mainState = .wsOpen
                     offset = head.length
-                    transportOpened(k)
+                    if clients[k].resuming { resumed(k) } else { transportOpened(k) }
                 }
             }
         }
@@ -1154,14 +1256,34 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         guard let (k, role) = owner(id) else { return }
         switch role {
         case .main:
-            clients[k].mainState = .none
-            if clients[k].phase == .closing { closeSide(k); setPhase(k, .ended); return }
-            metrics.error(reason == .endOfFile ? .unexpectedEOF : .connectionReset)
-            drop(k, reason: nil)
+            mainLost(k, reason)
         case .side:
             clients[k].sideState = .none
             // A keep-alive connection the server closed between requests is reopened on demand.
             if clients[k].phase == .negotiating { fail(k, .unexpectedEOF) }
+        }
+    }
+
+    /// The main connection is gone without a close handshake: resume it (stateful reconnect) or
+    /// drop the client (and let the reconnect policy decide).
+    func mainLost(_ k: Int, _ reason: CloseReason) {
+        clients[k].mainState = .none
+        if clients[k].phase == .closing { closeSide(k); setPhase(k, .ended); return }
+        metrics.error(reason == .endOfFile ? .unexpectedEOF : .connectionReset)
+        if clients[k].stateful && clients[k].phase == .connected && !clients[k].resuming {
+            resume(k)
+            return
+        }
+        drop(k, reason: nil)
+    }
+
+    /// Fault injection: abruptly resets the main connection of `fraction` of the connected
+    /// clients, as a network blip would.
+    public func dropConnections(fraction: Double) {
+        for k in clients.indices where clients[k].phase == .connected && clients[k].mainState != .none {
+            guard random.unit() < fraction else { continue }
+            loop.close(clients[k].main, reset: true)
+            mainLost(k, .reset)
         }
     }
 
