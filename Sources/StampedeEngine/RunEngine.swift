@@ -334,6 +334,8 @@ public final class RunEngine {
     struct IntervalData: Sendable {
         var metrics: MetricsShard
         var open: Int
+        var connecting: Int
+        var reconnecting: Int
         var timerLagNs: UInt64
         var cpuNs: UInt64
     }
@@ -343,17 +345,20 @@ public final class RunEngine {
     func collectInterval(final: Bool) -> MetricsShard {
         let now = EventLoop.now()
         var merged = MetricsShard()
-        var open = 0
+        var open = 0, connecting = 0, reconnecting = 0
         var lag: UInt64 = 0
         for (i, w) in workloads.enumerated() {
             let d = loops[i].submitAndWait { loop in
                 let cpu = cs_thread_cpu_ns()
-                let data = IntervalData(metrics: w.metrics, open: w.openCount, timerLagNs: loop.takeMaxTimerLag(), cpuNs: cpu)
+                let data = IntervalData(metrics: w.metrics, open: w.openCount, connecting: w.inFlightConnects, reconnecting: w.reconnectingCount,
+                                        timerLagNs: loop.takeMaxTimerLag(), cpuNs: cpu)
                 w.metrics.reset()
                 return data
             }
             merged.add(d.metrics)
             open += d.open
+            connecting += d.connecting
+            reconnecting += d.reconnecting
             lag = max(lag, d.timerLagNs)
             cpuSeen[i] = d.cpuNs
         }
@@ -371,12 +376,14 @@ public final class RunEngine {
         }
         let rtt = merged.histograms[LatencyMetric.roundTrip.rawValue]
         let fan = merged.histograms[LatencyMetric.fanout.rawValue]
-        let sample = IntervalSample(
+        var sample = IntervalSample(
             elapsedSeconds: elapsed, openConnections: open, messagesSent: merged[.messagesSent],
             messagesReceived: merged[.messagesDelivered] + merged[.fanoutReceived],
             errors: merged.errors.reduce(0, +),
             p50Micros: rtt.totalCount > 0 ? rtt.valueAtPercentile(50) : 0,
             p99Micros: rtt.totalCount > 0 ? rtt.valueAtPercentile(99) : 0)
+        sample.connecting = connecting
+        sample.reconnecting = reconnecting
         if !final || sample.messagesSent + sample.messagesReceived + sample.errors > 0 { intervals.append(sample) }
         let dt = max(seconds(now - lastIntervalNs), 0.001)
         lastIntervalNs = now

@@ -8,7 +8,7 @@ import StampedeScenario
 public enum ResultsWriter {
     public static let summaryFileName = "summary.json"
     public static let timeseriesFileName = "timeseries.csv"
-    public static let timeseriesHeader = "elapsed_s,connections_open,messages_sent,messages_received,errors,p50_us,p99_us"
+    public static let timeseriesHeader = "elapsed_s,connections_open,messages_sent,messages_received,errors,p50_us,p99_us,connections_connecting,connections_reconnecting"
     /// `outputPercentileDistribution` reporting points per half distance in .hgrm files (HdrHistogram's usual 5).
     public static let hgrmTicksPerHalfDistance = 5
 
@@ -142,7 +142,7 @@ public enum ResultsWriter {
     public static func timeseriesCSV(_ intervals: [IntervalSample]) -> String {
         var csv = timeseriesHeader + "\n"
         for s in intervals {
-            csv += "\(fixed3(s.elapsedSeconds)),\(s.openConnections),\(s.messagesSent),\(s.messagesReceived),\(s.errors),\(s.p50Micros),\(s.p99Micros)\n"
+            csv += "\(fixed3(s.elapsedSeconds)),\(s.openConnections),\(s.messagesSent),\(s.messagesReceived),\(s.errors),\(s.p50Micros),\(s.p99Micros),\(s.connecting),\(s.reconnecting)\n"
         }
         return csv
     }

@@ -42,6 +42,9 @@ public struct IntervalSample: Sendable, Equatable {
     /// Seconds since the run started, at the end of this interval.
     public var elapsedSeconds: Double
     public var openConnections: Int
+    /// Clients connecting (first attempt or a restart) and waiting to reconnect, at the end of the interval.
+    public var connecting: Int = 0
+    public var reconnecting: Int = 0
     public var messagesSent: UInt64
     /// Own echoes plus broadcasts of others received in this interval.
     public var messagesReceived: UInt64

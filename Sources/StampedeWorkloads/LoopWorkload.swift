@@ -10,6 +10,8 @@ public protocol LoopWorkload: AnyObject, Sendable {
     var openCount: Int { get }
     /// Connection attempts under way.
     var inFlightConnects: Int { get }
+    /// Clients waiting to reconnect or resuming a dropped connection.
+    var reconnectingCount: Int { get }
     /// Clients whose first connect has not been attempted yet.
     var notYetStarted: Int { get }
     /// Messages sent and not yet delivered, failed or lost.
@@ -36,6 +38,8 @@ extension ChatWorkload: LoopWorkload {
     }
     public var openCount: Int { ws.openCount }
     public var inFlightConnects: Int { ws.inFlightConnects }
+    /// Chat clients do not reconnect (yet).
+    public var reconnectingCount: Int { 0 }
 
     public func dropConnections(fraction: Double) {
         for k in plan.globalIndices.indices where ws.state(of: k) == .open {

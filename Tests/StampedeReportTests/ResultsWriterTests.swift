@@ -306,10 +306,10 @@ import Testing
             let folder = try ResultsWriter.write(record(), resultsRoot: root)
             let csv = try String(contentsOf: folder.appendingPathComponent("timeseries.csv"), encoding: .utf8)
             #expect(csv == """
-                elapsed_s,connections_open,messages_sent,messages_received,errors,p50_us,p99_us
-                1.000,10,100,180,0,250,900
-                2.500,9,95,170,2,260,1200
-                3.125,0,0,0,0,0,0
+                elapsed_s,connections_open,messages_sent,messages_received,errors,p50_us,p99_us,connections_connecting,connections_reconnecting
+                1.000,10,100,180,0,250,900,0,0
+                2.500,9,95,170,2,260,1200,0,0
+                3.125,0,0,0,0,0,0,0,0
 
                 """)
         }

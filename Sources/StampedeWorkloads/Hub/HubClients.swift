@@ -142,6 +142,10 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
 
     // MARK: LoopWorkload
 
+    public var reconnectingCount: Int {
+        clients.reduce(0) { $0 + ($1.phase == .waitingToReconnect || $1.resuming ? 1 : 0) }
+    }
+
     public var liveClients: Int {
         clients.reduce(0) { $0 + ($1.phase == .idle || $1.phase == .ended ? 0 : 1) }
     }
