@@ -76,6 +76,9 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         var sideStatus = 0
         /// Framed hub messages waiting for the side connection (SSE and long polling).
         var postQueue: [UInt8] = []
+        /// The POST and poll requests of this connection, built once (they are sent per message).
+        var postRequest: HTTPClientRequest? = nil
+        var pollRequest: HTTPClientRequest? = nil
         /// Hub bytes received but not yet a complete message.
         var inbound: [UInt8] = []
         var handshakeDone = false
@@ -297,6 +300,8 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         clients[k].handshakeDone = false
         clients[k].inbound.removeAll(keepingCapacity: true)
         clients[k].postQueue.removeAll(keepingCapacity: true)
+        clients[k].postRequest = nil
+        clients[k].pollRequest = nil
         resetStatefulState(k)
         clients[k].phaseStartNs = EventLoop.now()
         metrics.count(.connectAttempts)
@@ -408,16 +413,25 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
 
     // MARK: HTTP requests
 
-    /// Writes an HTTP request on `id`; the token goes in the Authorization header.
+    /// Builds a request; the token goes in the Authorization header unless `tokenInTarget`.
+    func makeRequest(_ k: Int, method: HTTPMethod, target: String, accept: StaticString? = nil,
+                     contentType: StaticString? = nil, tokenInTarget: Bool = false) -> HTTPClientRequest {
+        let bearer = tokenInTarget ? nil : clients[k].redirectToken ?? plan.accessToken
+        return HTTPClientRequest(method: method, target: Array(target.utf8), host: hostHeader,
+                                 bearerToken: bearer.map { Array($0.utf8) },
+                                 accept: accept.map { Array(String(describing: $0).utf8) },
+                                 contentType: contentType.map { Array(String(describing: $0).utf8) },
+                                 extraHeaderLines: plan.extraHeaderLines)
+    }
+
     func sendRequest(_ k: Int, on id: ConnectionID, method: HTTPMethod, target: String, accept: StaticString? = nil,
                      contentType: StaticString? = nil, body: UnsafeRawBufferPointer? = nil, tokenInTarget: Bool = false) {
-        let bearer = clients[k].redirectToken ?? plan.accessToken
-        var request = HTTPClientRequest(method: method, target: Array(target.utf8), host: hostHeader,
-                                        bearerToken: bearer.map { Array($0.utf8) },
-                                        accept: accept.map { Array(String(describing: $0).utf8) },
-                                        contentType: contentType.map { Array(String(describing: $0).utf8) },
-                                        extraHeaderLines: plan.extraHeaderLines)
-        if tokenInTarget { request.bearerToken = nil }
+        send(makeRequest(k, method: method, target: target, accept: accept, contentType: contentType, tokenInTarget: tokenInTarget),
+             on: id, body: body)
+    }
+
+    /// Writes a request (head and body) on `id`.
+    func send(_ request: HTTPClientRequest, on id: ConnectionID, body: UnsafeRawBufferPointer? = nil) {
         let headLength = request.headLength(contentLength: body?.count)
         loop.write(id, reserving: headLength + (body?.count ?? 0)) { out in
             request.write(into: UnsafeMutableRawBufferPointer(start: out, count: headLength + (body?.count ?? 0)), body: body) ?? 0
@@ -443,11 +457,12 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     func flushPosts(_ k: Int) {
         guard clients[k].sideState == .idle, !clients[k].postQueue.isEmpty else { return }
         clients[k].sideState = .post
-        let target = transportTarget(k)
-        clients[k].postQueue.withUnsafeBytes { body in
-            sendRequest(k, on: clients[k].side, method: .post, target: target,
-                        contentType: plan.spec.protocolKind == .json ? "text/plain;charset=UTF-8" : "application/octet-stream", body: body)
+        if clients[k].postRequest == nil {
+            clients[k].postRequest = makeRequest(k, method: .post, target: transportTarget(k),
+                                                 contentType: plan.spec.protocolKind == .json ? "text/plain;charset=UTF-8" : "application/octet-stream")
         }
+        let request = clients[k].postRequest!
+        clients[k].postQueue.withUnsafeBytes { body in send(request, on: clients[k].side, body: body) }
         clients[k].postQueue.removeAll(keepingCapacity: true)
     }
 
@@ -624,6 +639,8 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         guard let spec = plan.spec.call else { return }
         let stamp = ChatStamp(sender: UInt32(plan.globalIndices[k]), sequence: sequence, intendedNs: intendedNs, actualNs: EventLoop.now())
         var stampBytes: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
+        let method = callMethod
+        method.withUnsafeBytes { methodName in
         withUnsafeMutableBytes(of: &stampBytes) { raw in
             let n = ChatCodec.writeStamp(stamp, into: raw.baseAddress!)
             let stampText = UnsafeRawBufferPointer(rebasing: raw[0..<n])
@@ -631,20 +648,20 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             sendHub(k) { out in
                 switch plan.spec.operation {
                 case .invoke:
-                    Codec.writeInvocation(into: out, invocationId: id, target: .utf8(methodBytes(spec.method)), streamIds: Self.noStreams) { w in
+                    Codec.writeInvocation(into: out, invocationId: id, target: .utf8(methodName), streamIds: Self.noStreams) { w in
                         writeArguments(&w, spec.arguments, k: k, sequence: sequence, stamp: stampText)
                     }
                 case .send:
-                    Codec.writeInvocation(into: out, invocationId: nil, target: .utf8(methodBytes(spec.method)), streamIds: Self.noStreams) { w in
+                    Codec.writeInvocation(into: out, invocationId: nil, target: .utf8(methodName), streamIds: Self.noStreams) { w in
                         writeArguments(&w, spec.arguments, k: k, sequence: sequence, stamp: stampText)
                     }
                 case .stream:
-                    Codec.writeStreamInvocation(into: out, invocationId: id, target: .utf8(methodBytes(spec.method)), streamIds: Self.noStreams) { w in
+                    Codec.writeStreamInvocation(into: out, invocationId: id, target: .utf8(methodName), streamIds: Self.noStreams) { w in
                         writeArguments(&w, spec.arguments, k: k, sequence: sequence, stamp: stampText)
                     }
                 case .upload:
                     withUnsafePointer(to: nextStreamId) { streamId in
-                        Codec.writeInvocation(into: out, invocationId: id, target: .utf8(methodBytes(spec.method)),
+                        Codec.writeInvocation(into: out, invocationId: id, target: .utf8(methodName),
                                               streamIds: UnsafeBufferPointer(start: streamId, count: 1)) { w in
                             writeArguments(&w, spec.arguments, k: k, sequence: sequence, stamp: stampText)
                         }
@@ -667,6 +684,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
                 nextStreamId &+= 1
             }
         }
+        }
         metrics.count(.messagesSent)
         if plan.spec.operation == .send && plan.spec.receiveMethod == nil {
             // Nothing comes back for a send and no handler reports it: handing it to the transport is its delivery.
@@ -683,14 +701,17 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
 
     /// Client-to-server stream ids (numeric, as the official clients' counters).
     var nextStreamId: UInt64 = 1
-    var methodCache: [String: [UInt8]] = [:]
-    func methodBytes(_ name: String) -> UnsafeRawBufferPointer {
-        if methodCache[name] == nil { methodCache[name] = Array(name.utf8) }
-        return methodCache[name]!.withUnsafeBytes { $0 }
-    }
+    /// The call's and the join's method names as bytes, made once.
+    lazy var callMethod: [UInt8] = Array((plan.spec.call?.method ?? "").utf8)
+    lazy var joinMethod: [UInt8] = Array((plan.spec.join?.method ?? "").utf8)
+    /// Text arguments rendered once per client (those without `{sequence}`), by argument index.
+    var renderedText: [[[UInt8]]] = []
 
-    func writeArguments<W: HubValueWriter>(_ w: inout W, _ templates: [ArgumentTemplate], k: Int, sequence: UInt32, stamp: UnsafeRawBufferPointer) {
-        for t in templates {
+    /// `cache`: render text arguments without `{sequence}` once per client (the call's arguments
+    /// are written per message; building a String each time would allocate on the hot path).
+    func writeArguments<W: HubValueWriter>(_ w: inout W, _ templates: [ArgumentTemplate], k: Int, sequence: UInt32,
+                                           stamp: UnsafeRawBufferPointer, cache: Bool = true) {
+        for (index, t) in templates.enumerated() {
             switch t {
             case .stamp: w.paddedString(prefix: stamp, totalLength: plan.messageSize, pad: UInt8(ascii: "x"))
             case .integer(let v): w.int(v)
@@ -700,6 +721,14 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             case .text(let parts):
                 if parts.count == 1, case .user = parts[0] {
                     userNames[k].withUnsafeBytes { w.string($0) }
+                } else if cache && !parts.contains(.sequence) {
+                    if renderedText.isEmpty { renderedText = Array(repeating: [], count: clients.count) }
+                    if renderedText[k].isEmpty {
+                        renderedText[k] = templates.map { t in
+                            if case .text(let p) = t { Array(renderText(p, k: k, sequence: 0).utf8) } else { [] }
+                        }
+                    }
+                    renderedText[k][index].withUnsafeBytes { w.string($0) }
                 } else {
                     let text = renderText(parts, k: k, sequence: sequence)
                     text.utf8.withContiguousStorageIfAvailable { w.string(UnsafeRawBufferPointer($0)) }
@@ -781,9 +810,11 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         metrics.record(.handshake, nanoseconds: EventLoop.now() - clients[k].phaseStartNs)
         if let join = plan.spec.join {
             setPhase(k, .joining)
-            sendHub(k) { out in
-                Codec.writeInvocation(into: out, invocationId: "join", target: .utf8(methodBytes(join.method)), streamIds: Self.noStreams) { w in
-                    writeArguments(&w, join.arguments, k: k, sequence: 0, stamp: UnsafeRawBufferPointer(start: nil, count: 0))
+            joinMethod.withUnsafeBytes { methodName in
+                sendHub(k) { out in
+                    Codec.writeInvocation(into: out, invocationId: "join", target: .utf8(methodName), streamIds: Self.noStreams) { w in
+                        writeArguments(&w, join.arguments, k: k, sequence: 0, stamp: UnsafeRawBufferPointer(start: nil, count: 0), cache: false)
+                    }
                 }
             }
         } else {
@@ -1218,7 +1249,8 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         }
         guard isAlive(k), clients[k].phase != .closing else { return }
         clients[k].mainState = .pollWaiting
-        sendRequest(k, on: clients[k].main, method: .get, target: transportTarget(k))
+        if clients[k].pollRequest == nil { clients[k].pollRequest = makeRequest(k, method: .get, target: transportTarget(k)) }
+        send(clients[k].pollRequest!, on: clients[k].main)
     }
 
     func openSideForPosts(_ k: Int) {
