@@ -22,8 +22,11 @@ public enum SummaryText {
         }
         let errors = s.errors.filter { $0.value > 0 }.sorted { $0.key < $1.key }
         out.append("  errors       \(s.errorsTotal == 0 ? "none" : errors.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
+        if !s.hubErrors.isEmpty {
+            out.append("  hub errors   " + s.hubErrors.sorted { $0.value > $1.value }.prefix(3).map { "\($0.value) × \($0.key)" }.joined(separator: "; "))
+        }
         if !s.upgradeStatuses.isEmpty {
-            out.append("  upgrade HTTP statuses  " + s.upgradeStatuses.sorted { $0.key < $1.key }.map { "\($0.key) × \($0.value)" }.joined(separator: ", "))
+            out.append("  HTTP statuses  " + s.upgradeStatuses.sorted { $0.key < $1.key }.map { "\($0.key) × \($0.value)" }.joined(separator: ", "))
         }
         out.append(String(format: "  generator    cpu %.2fs (client loops %.2fs)  max timer lag %@", s.generator.processCPUSeconds, s.generator.clientLoopCPUSeconds, formatMicros(s.generator.maxTimerLagMicros) as NSString))
         for w in s.generator.warnings.prefix(5) { out.append("  warning: \(w)") }

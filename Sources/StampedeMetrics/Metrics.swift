@@ -192,13 +192,18 @@ public struct MetricsShard: Sendable {
     public var errors: [UInt64]
     /// HTTP statuses of rejected upgrades (rare path: a dictionary is fine here).
     public var upgradeStatuses: [Int: UInt64]
+    /// Hub errors (Completion error texts) by message; at most `maxDistinctHubErrors` texts, the
+    /// rest counted under "(other)". Rare path: a dictionary is fine here.
+    public var hubErrorMessages: [String: UInt64]
     public var histograms: [LatencyHistogram]
+    public static let maxDistinctHubErrors = 100
 
     public init() {
         counters = Array(repeating: 0, count: Counter.allCases.count)
         lost = Array(repeating: 0, count: LossReason.allCases.count)
         errors = Array(repeating: 0, count: ErrorClass.allCases.count)
         upgradeStatuses = [:]
+        hubErrorMessages = [:]
         histograms = LatencyMetric.allCases.map { _ in makeLatencyHistogram() }
     }
 
@@ -208,6 +213,12 @@ public struct MetricsShard: Sendable {
         counters[Counter.messagesLost.rawValue] &+= n
     }
     @inline(__always) public mutating func error(_ e: ErrorClass) { errors[e.rawValue] &+= 1 }
+
+    /// Counts a hub error text (keeps at most `maxDistinctHubErrors` distinct texts).
+    public mutating func countHubError(_ text: String, _ n: UInt64 = 1) {
+        let key = hubErrorMessages[text] != nil || hubErrorMessages.count < Self.maxDistinctHubErrors ? text : "(other)"
+        hubErrorMessages[key, default: 0] &+= n
+    }
     @inline(__always) public subscript(_ c: Counter) -> UInt64 { counters[c.rawValue] }
     @inline(__always) public func errorCount(_ e: ErrorClass) -> UInt64 { errors[e.rawValue] }
     @inline(__always) public func lostCount(_ r: LossReason) -> UInt64 { lost[r.rawValue] }
@@ -224,6 +235,7 @@ public struct MetricsShard: Sendable {
         for i in lost.indices { lost[i] &+= other.lost[i] }
         for i in errors.indices { errors[i] &+= other.errors[i] }
         for (k, v) in other.upgradeStatuses { upgradeStatuses[k, default: 0] &+= v }
+        for (k, v) in other.hubErrorMessages { countHubError(k, v) }
         for i in histograms.indices where other.histograms[i].totalCount > 0 { histograms[i].add(other.histograms[i]) }
     }
 
@@ -233,6 +245,7 @@ public struct MetricsShard: Sendable {
         for i in lost.indices { lost[i] = 0 }
         for i in errors.indices { errors[i] = 0 }
         upgradeStatuses.removeAll(keepingCapacity: true)
+        hubErrorMessages.removeAll(keepingCapacity: true)
         for i in histograms.indices { histograms[i].reset() }
     }
 }

@@ -103,7 +103,8 @@ public enum ResultsWriter {
                 rssConnectedBytes: g.residentBytesConnected, rssPeakBytes: g.peakResidentBytes,
                 rssPerConnectionBytes: rssPerConnection(record)),
             files: fileNames(for: t),
-            counters: Dictionary(uniqueKeysWithValues: Counter.allCases.map { ($0.key, t[$0]) }))
+            counters: Dictionary(uniqueKeysWithValues: Counter.allCases.map { ($0.key, t[$0]) }),
+            hubErrors: t.hubErrorMessages)
     }
 
     static func rssPerConnection(_ record: RunRecord) -> Double? {

@@ -36,15 +36,18 @@ public struct RunSummary: Codable, Sendable, Equatable {
     /// Every raw counter by its key (`Counter.key`), zeros included: the figures above and the
     /// workload-specific ones (stream items, client results, reconnects).
     public var counters: [String: UInt64]
+    /// Hub clients: Completion errors by their text (the hub method's exception message).
+    public var hubErrors: [String: UInt64]
 
     public init(
         schema: String = RunSummary.schemaIdentifier, partial: Bool, partialReason: String?, fatalError: String?,
         scenario: ScenarioInfo, environment: EnvironmentInfo, phasesSeconds: Phases, connections: Connections,
         messages: Messages, bytes: Bytes, latencyMicros: [String: Latency], latencyCorrection: LatencyCorrection,
         errors: [String: UInt64], errorsTotal: UInt64, upgradeStatuses: [String: UInt64], generator: Generator, files: [String],
-        counters: [String: UInt64] = [:]
+        counters: [String: UInt64] = [:], hubErrors: [String: UInt64] = [:]
     ) {
         self.counters = counters
+        self.hubErrors = hubErrors
         self.schema = schema; self.partial = partial; self.partialReason = partialReason; self.fatalError = fatalError
         self.scenario = scenario; self.environment = environment; self.phasesSeconds = phasesSeconds
         self.connections = connections; self.messages = messages; self.bytes = bytes; self.latencyMicros = latencyMicros
@@ -65,6 +68,7 @@ public struct RunSummary: Codable, Sendable, Equatable {
         case errorsTotal = "errors_total"
         case upgradeStatuses = "upgrade_statuses"
         case generator, files, counters
+        case hubErrors = "hub_errors"
     }
 
     // Written by hand only so that nil optionals become `null` instead of disappearing.
@@ -88,6 +92,7 @@ public struct RunSummary: Codable, Sendable, Equatable {
         try c.encode(generator, forKey: .generator)
         try c.encode(files, forKey: .files)
         try c.encode(counters, forKey: .counters)
+        try c.encode(hubErrors, forKey: .hubErrors)
     }
 
     /// The summary as written to summary.json: pretty-printed, keys sorted, trailing newline.

@@ -179,3 +179,17 @@ struct StatefulReconnectTests {
         expectResumedWithoutLoss(try runWithDrop(statefulReconnectScenario("stateful-aiosignalr", target: target, protocolKind: protocolKind)))
     }
 }
+
+@Suite struct HubErrorTests {
+    /// A hub method that throws makes the call failed (not lost) and is counted by its message.
+    @Test func hubErrorsFailTheCallAndAreCountedByMessage() throws {
+        let o = try run(hubScenario("hub-error", target: .embedded, transport: .webSockets, protocolKind: .json, clients: 3,
+                                    duration: 0.5, operation: .invoke, method: "NoSuchMethod", arguments: [.stamp]))
+        let m = o.summary.messages
+        #expect(m.sent > 0 && m.failed == m.sent && m.delivered == 0 && m.lost == 0)
+        #expect(m.accountingClosed)
+        #expect(o.summary.errors["hub_error"] == m.sent)
+        #expect(o.summary.hubErrors.values.reduce(0, +) == m.sent)
+        #expect(o.summary.hubErrors.keys.contains { $0.contains("NoSuchMethod") }, "\(o.summary.hubErrors)")
+    }
+}

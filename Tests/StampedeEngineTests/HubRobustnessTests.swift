@@ -9,7 +9,7 @@ import Testing
 struct HubRobustnessTests {
     static let modes: [(String, HubProtocolKind)] = [
         ("invalid-json", .json), ("result-and-error", .json), ("non-numeric-type", .json), ("empty-target", .json),
-        ("mp-overlong-length", .messagePack), ("mp-non-map-headers", .messagePack), ("mp-empty-body", .messagePack),
+        ("mp-truncated-varint", .messagePack), ("mp-overlong-length", .messagePack), ("mp-non-map-headers", .messagePack), ("mp-empty-body", .messagePack),
     ]
 
     @Test func malformedHubMessagesEndTheConnectionWithACountedProtocolError() throws {

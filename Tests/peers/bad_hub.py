@@ -44,6 +44,11 @@ async def handler(ws):
     await ws.recv()  # the handshake request
     await ws.send("{}\x1e")
     await ws.send(payload if binary else payload.decode("utf-8", "replace"))
+    if mode == "mp-truncated-varint":
+        # The rest of the length never comes: drop the connection without a close frame.
+        await asyncio.sleep(0.3)
+        ws.transport.abort()
+        return
     try:
         async for _ in ws:
             pass

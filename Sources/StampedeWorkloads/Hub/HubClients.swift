@@ -875,9 +875,10 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             guard let stamp = ChatCodec.parseStamp(id), clients[k].outstanding > 0 else { return }  // unknown ids are ignored (§4)
             clients[k].outstanding -= 1
             totalOutstanding -= 1
-            if m.error != nil {
+            if let errorRange = m.error {
                 metrics.count(.messagesFailed)
                 metrics.error(.hubError)
+                metrics.countHubError(String(decoding: UnsafeRawBufferPointer(rebasing: buffer[errorRange]), as: UTF8.self))
             } else {
                 let now = EventLoop.now()
                 metrics.count(.messagesDelivered)
@@ -1306,6 +1307,8 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         clients[k].mainState = .none
         if clients[k].phase == .closing { closeSide(k); setPhase(k, .ended); return }
         metrics.error(reason == .endOfFile ? .unexpectedEOF : .connectionReset)
+        // A hub message cut off by the end of the connection (a truncated VarInt or record) is malformed too.
+        if !clients[k].inbound.isEmpty { metrics.error(.protocolError) }
         if clients[k].stateful && clients[k].phase == .connected && !clients[k].resuming {
             resume(k)
             return
