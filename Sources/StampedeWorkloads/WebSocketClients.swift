@@ -127,17 +127,10 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
     /// Sends one frame, masked with a fresh key; `fill` writes exactly `length` payload bytes.
     @inline(__always)
     public func send(_ client: Int, opcode: WebSocketOpcode, length: Int, fin: Bool = true, fill: (UnsafeMutableRawPointer) -> Void) {
-        let c = clients[client]
-        guard c.state == .open else { return }
-        let key = UInt32(truncatingIfNeeded: random.next())
-        let headerLength = WebSocketFrameCodec.headerLength(payloadLength: length, masked: true)
-        loop.write(c.connection, reserving: headerLength + length) { out in
-            let h = WebSocketFrameCodec.writeHeader(into: out, fin: fin, opcode: opcode, payloadLength: length, maskKey: key)
-            fill(out + h)
-            WebSocketFrameCodec.applyMask(UnsafeMutableRawBufferPointer(start: out + h, count: length), maskKey: key)
-            return h + length
-        }
-        metrics.count(.bytesSent, UInt64(headerLength + length))
+        guard clients[client].state == .open else { return }
+        let queued = loop.writeMaskedFrame(clients[client].connection, opcode: opcode, fin: fin, length: length,
+                                           key: UInt32(truncatingIfNeeded: random.next()), fill: fill)
+        metrics.count(.bytesSent, UInt64(queued))
     }
 
     public func send(_ client: Int, opcode: WebSocketOpcode, payload: UnsafeRawBufferPointer, fin: Bool = true) {

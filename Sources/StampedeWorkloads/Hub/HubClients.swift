@@ -339,27 +339,24 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         }
     }
 
-    func openSide(_ k: Int) {
-        closeSide(k)
-        switch connect(k) {
-        case .success(let id):
-            clients[k].side = id
-            clients[k].sideState = .tcp
-            clients[k].sideHTTP = HTTPResponseParser()
-            bind(id, k, .side)
-        case .failure(let e):
-            fail(k, Self.connectErrorClass(e.errno))
-        }
-    }
+    func openSide(_ k: Int) { open(k, .side) }
+    func openMain(_ k: Int) { open(k, .main) }
 
-    func openMain(_ k: Int) {
-        closeMain(k)
+    /// (Re)opens one of the client's two connections.
+    func open(_ k: Int, _ role: Role) {
+        if role == .main { closeMain(k) } else { closeSide(k) }
         switch connect(k) {
         case .success(let id):
-            clients[k].main = id
-            clients[k].mainState = .tcp
-            clients[k].mainHTTP = HTTPResponseParser()
-            bind(id, k, .main)
+            if role == .main {
+                clients[k].main = id
+                clients[k].mainState = .tcp
+                clients[k].mainHTTP = HTTPResponseParser()
+            } else {
+                clients[k].side = id
+                clients[k].sideState = .tcp
+                clients[k].sideHTTP = HTTPResponseParser()
+            }
+            bind(id, k, role)
         case .failure(let e):
             fail(k, Self.connectErrorClass(e.errno))
         }
@@ -589,14 +586,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         switch clients[k].transport {
         case .webSockets:
             guard clients[k].mainState == .wsOpen else { return }
-            let key = UInt32(truncatingIfNeeded: random.next())
-            let h = WebSocketFrameCodec.headerLength(payloadLength: bytes.count, masked: true)
-            loop.write(clients[k].main, reserving: h + bytes.count) { out in
-                let n = WebSocketFrameCodec.writeHeader(into: out, fin: true, opcode: text ? .text : .binary, payloadLength: bytes.count, maskKey: key)
-                if let b = bytes.baseAddress { (out + n).copyMemory(from: b, byteCount: bytes.count) }
-                WebSocketFrameCodec.applyMask(UnsafeMutableRawBufferPointer(start: out + n, count: bytes.count), maskKey: key)
-                return n + bytes.count
-            }
+            loop.writeMaskedFrame(clients[k].main, opcode: text ? .text : .binary, payload: bytes, key: UInt32(truncatingIfNeeded: random.next()))
         case .serverSentEvents, .longPolling:
             clients[k].postQueue.append(contentsOf: bytes)
             flushPosts(k)
@@ -1027,13 +1017,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         case .webSockets where clients[k].mainState == .wsOpen:
             var code = UInt16(1000).bigEndian
             withUnsafeBytes(of: &code) { codeBytes in
-                let key = UInt32(truncatingIfNeeded: random.next())
-                loop.write(clients[k].main, reserving: 8) { out in
-                    let n = WebSocketFrameCodec.writeHeader(into: out, fin: true, opcode: .close, payloadLength: 2, maskKey: key)
-                    (out + n).copyMemory(from: codeBytes.baseAddress!, byteCount: 2)
-                    WebSocketFrameCodec.applyMask(UnsafeMutableRawBufferPointer(start: out + n, count: 2), maskKey: key)
-                    return n + 2
-                }
+                loop.writeMaskedFrame(clients[k].main, opcode: .close, payload: codeBytes, key: UInt32(truncatingIfNeeded: random.next()))
             }
             loop.shutdownWriteAfterFlush(clients[k].main)
         case .longPolling where clients[k].sideState == .idle:
@@ -1175,14 +1159,9 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
                 let assembled = clients[k].receiver.assembled
                 assembled.withUnsafeBytes { receiveHub(k, $0) }
             case .ping(let range):
-                let key = UInt32(truncatingIfNeeded: random.next())
-                let payload = UnsafeRawBufferPointer(rebasing: rest[range])
-                loop.write(id, reserving: 6 + payload.count) { out in
-                    let n = WebSocketFrameCodec.writeHeader(into: out, fin: true, opcode: .pong, payloadLength: payload.count, maskKey: key)
-                    if let b = payload.baseAddress { (out + n).copyMemory(from: b, byteCount: payload.count) }
-                    WebSocketFrameCodec.applyMask(UnsafeMutableRawBufferPointer(start: out + n, count: payload.count), maskKey: key)
-                    return n + payload.count
-                }
+                // §5.5.2: answer with a pong carrying the same payload.
+                loop.writeMaskedFrame(id, opcode: .pong, payload: UnsafeRawBufferPointer(rebasing: rest[range]),
+                                      key: UInt32(truncatingIfNeeded: random.next()))
             case .close(let code, _):
                 if clients[k].phase == .closing { closeMain(k); closeSide(k); setPhase(k, .ended); return buffer.count }
                 if let code, code != 1000 { metrics.error(.closedWithError) }
