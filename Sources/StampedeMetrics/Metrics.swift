@@ -69,6 +69,13 @@ public enum Counter: Int, CaseIterable, Sendable, Codable {
     /// Hub clients: reconnect attempts started, and those that ended connected again.
     case reconnectAttempts
     case reconnected
+    /// Hub clients: connections established, and calls sent, per transport (fallback can mix them).
+    case connectedWebSockets
+    case connectedServerSentEvents
+    case connectedLongPolling
+    case sentWebSockets
+    case sentServerSentEvents
+    case sentLongPolling
 
     public var key: String {
         switch self {
@@ -90,6 +97,12 @@ public enum Counter: Int, CaseIterable, Sendable, Codable {
         case .clientResults: "client_results"
         case .reconnectAttempts: "reconnect_attempts"
         case .reconnected: "reconnected"
+        case .connectedWebSockets: "connected_websockets"
+        case .connectedServerSentEvents: "connected_server_sent_events"
+        case .connectedLongPolling: "connected_long_polling"
+        case .sentWebSockets: "sent_websockets"
+        case .sentServerSentEvents: "sent_server_sent_events"
+        case .sentLongPolling: "sent_long_polling"
         }
     }
 }

@@ -24,6 +24,10 @@ func expectHubAccounting(_ o: RunOutcome, clients: Int, sourceLocation: SourceLo
     #expect(m.lost == 0 && m.failed == 0, sourceLocation: sourceLocation)
     #expect(m.accountingClosed, sourceLocation: sourceLocation)
     #expect(o.summary.errorsTotal == 0, "\(o.summary.errors.filter { $0.value > 0 })", sourceLocation: sourceLocation)
+    let transport = o.record.scenario.hub!.transports[0]
+    let key = transport == .webSockets ? "websockets" : transport == .serverSentEvents ? "server_sent_events" : "long_polling"
+    #expect(o.summary.counters["connected_" + key] == UInt64(clients), sourceLocation: sourceLocation)
+    #expect(o.summary.counters["sent_" + key] == m.sent, sourceLocation: sourceLocation)
 }
 
 /// The hub operations every transport and encoding must carry, as (name, operation, method,

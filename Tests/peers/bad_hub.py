@@ -15,6 +15,7 @@ Modes (JSON unless noted):
   mp-overlong-length    MessagePack: VarInt 80 80 80 80 08 (over 2 GB)
   mp-non-map-headers    MessagePack: [1, "x", nil, "m", []] (headers not a map)
   mp-empty-body         MessagePack: zero-length body
+  silent                nothing after the handshake, not even pings (the client's server timeout)
 stdout: "LISTENING <port>"; exit 0 on SIGTERM.
 """
 import argparse
@@ -34,6 +35,7 @@ PAYLOADS = {
     "mp-overlong-length": (True, b"\x80\x80\x80\x80\x08"),
     "mp-non-map-headers": (True, b"\x08\x95\x01\xa1x\xc0\xa1m\x90"),
     "mp-empty-body": (True, b"\x00"),
+    "silent": (False, b""),
 }
 
 
@@ -43,7 +45,8 @@ async def handler(ws):
     binary, payload = PAYLOADS[mode]
     await ws.recv()  # the handshake request
     await ws.send("{}\x1e")
-    await ws.send(payload if binary else payload.decode("utf-8", "replace"))
+    if payload:
+        await ws.send(payload if binary else payload.decode("utf-8", "replace"))
     if mode == "mp-truncated-varint":
         # The rest of the length never comes: drop the connection without a close frame.
         await asyncio.sleep(0.3)

@@ -400,6 +400,14 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         clients[k].side = ConnectionID(index: .max, generation: 0)
     }
 
+    static func perTransport(_ t: HubTransport, _ ws: Counter, _ sse: Counter, _ lp: Counter) -> Counter {
+        switch t {
+        case .webSockets: ws
+        case .serverSentEvents: sse
+        case .longPolling: lp
+        }
+    }
+
     static func connectErrorClass(_ e: Int32) -> ErrorClass {
         switch e {
         case ECONNREFUSED: .connectRefused
@@ -676,6 +684,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         }
         }
         metrics.count(.messagesSent)
+        metrics.count(Self.perTransport(clients[k].transport, .sentWebSockets, .sentServerSentEvents, .sentLongPolling))
         if plan.spec.operation == .send && plan.spec.receiveMethod == nil {
             // Nothing comes back for a send and no handler reports it: handing it to the transport is its delivery.
             metrics.count(.messagesDelivered)
@@ -816,6 +825,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         setPhase(k, .connected)
         clients[k].reconnectAttempts = 0
         metrics.count(.connected)
+        metrics.count(Self.perTransport(clients[k].transport, .connectedWebSockets, .connectedServerSentEvents, .connectedLongPolling))
         if clients[k].everConnected {
             metrics.count(.reconnected)
             // A reconnected client rejoins the schedule where it is now.
