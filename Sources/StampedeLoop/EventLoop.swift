@@ -41,6 +41,14 @@ public enum SocketAddress: Sendable, Equatable, CustomStringConvertible {
         self = .ipv4(a, port: UInt16(port))
     }
 
+    /// 127.0.0.0/8 or ::1: the only destinations Stampede sends load to.
+    public var isLoopback: Bool {
+        switch self {
+        case .ipv4(let a, _): a >> 24 == 127
+        case .ipv6Loopback: true
+        }
+    }
+
     public var port: UInt16 {
         switch self { case .ipv4(_, let p), .ipv6Loopback(let p): p }
     }

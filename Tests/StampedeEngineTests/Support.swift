@@ -46,6 +46,17 @@ struct ProcessResult {
     var stderr: String
 }
 
+/// Children inherit the spawning thread's signal mask, and the test runner's threads may block
+/// SIGTERM and SIGINT: unblock them so peers can shut down cleanly (and print their reports)
+/// when stopped, instead of waiting for SIGKILL.
+func unblockTerminationSignals() {
+    var set = sigset_t()
+    sigemptyset(&set)
+    sigaddset(&set, SIGTERM)
+    sigaddset(&set, SIGINT)
+    pthread_sigmask(SIG_UNBLOCK, &set, nil)
+}
+
 /// Runs a command to completion, killing it after `timeout` seconds.
 func runProcess(_ executable: String, _ arguments: [String], timeout: Double, cwd: URL? = nil) throws -> ProcessResult {
     let p = Process()
@@ -56,6 +67,7 @@ func runProcess(_ executable: String, _ arguments: [String], timeout: Double, cw
     p.standardOutput = out
     p.standardError = err
     p.standardInput = FileHandle.nullDevice
+    unblockTerminationSignals()
     try p.run()
     let collected = CollectedOutput()
     let readers = DispatchGroup()
@@ -88,6 +100,8 @@ final class BackgroundProcess: @unchecked Sendable {
     let process = Process()
     let lines = Mutex<[String]>([])
     let errors = Mutex<String>("")
+    /// Signalled when stdout reaches end of file (every line has been collected).
+    let stdoutDone = DispatchSemaphore(value: 0)
 
     init(_ executable: String, _ arguments: [String], cwd: URL? = nil) throws {
         process.executableURL = URL(fileURLWithPath: executable)
@@ -97,6 +111,7 @@ final class BackgroundProcess: @unchecked Sendable {
         process.standardOutput = out
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
+        unblockTerminationSignals()
         try process.run()
         Thread.detachNewThread { [self] in
             var buffer = Data()
@@ -110,6 +125,7 @@ final class BackgroundProcess: @unchecked Sendable {
                     lines.withLock { $0.append(line) }
                 }
             }
+            stdoutDone.signal()
         }
         Thread.detachNewThread { [self] in
             while true {
@@ -147,7 +163,10 @@ final class BackgroundProcess: @unchecked Sendable {
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         }
         process.waitUntilExit()
+        // Let the reader collect what the process printed last (its final report line).
+        if !outputCollected { outputCollected = stdoutDone.wait(timeout: .now() + 3) == .success }
     }
+    var outputCollected = false
 
     deinit { stop() }
 }

@@ -58,6 +58,9 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         var transportIndex = 0
         var transport: HubTransport = .webSockets
         var base: HubURL
+        /// Where `base` is, and its Host header value (both change with a negotiate redirect).
+        var address: SocketAddress
+        var hostHeader: [UInt8]
         var redirects = 0
         var redirectToken: String? = nil
         var negotiated: NegotiatedConnection? = nil
@@ -102,7 +105,9 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         var awaitingSequence = false
         var duplicatesToSkip: UInt64 = 0
         var resuming = false
-        init(base: HubURL) { self.base = base }
+        init(base: HubURL, address: SocketAddress, hostHeader: [UInt8]) {
+            self.base = base; self.address = address; self.hostHeader = hostHeader
+        }
     }
 
     public let loop: EventLoop
@@ -133,7 +138,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         self.address = address
         self.random = random
         hostHeader = HTTPClientRequest.hostValue(host: plan.base.host, port: plan.base.port, defaultPort: 80)
-        clients = Array(repeating: Client(base: plan.base), count: plan.globalIndices.count)
+        clients = Array(repeating: Client(base: plan.base, address: address, hostHeader: hostHeader), count: plan.globalIndices.count)
         notYetStarted = plan.globalIndices.count
         reconnectPolicy = ReconnectPolicy(plan.spec.reconnect)
         userNames = plan.globalIndices.map { Array("\(plan.runTag)-user-\($0)".utf8) }
@@ -294,6 +299,8 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     func start(_ k: Int) {
         clients[k].epoch &+= 1
         clients[k].base = plan.base
+        clients[k].address = address
+        clients[k].hostHeader = hostHeader
         clients[k].redirects = 0
         clients[k].redirectToken = nil
         clients[k].transportIndex = 0
@@ -364,7 +371,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
 
     func connect(_ k: Int) -> Result<ConnectionID, LoopError> {
         let source = plan.sourceAddresses.isEmpty ? nil : plan.sourceAddresses[k % plan.sourceAddresses.count]
-        return loop.connect(to: address, from: source, timeoutNs: plan.connectTimeoutNs)
+        return loop.connect(to: clients[k].address, from: source, timeoutNs: plan.connectTimeoutNs)
     }
 
     func bind(_ id: ConnectionID, _ k: Int, _ role: Role) {
@@ -422,7 +429,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     func makeRequest(_ k: Int, method: HTTPMethod, target: String, accept: StaticString? = nil,
                      contentType: StaticString? = nil, tokenInTarget: Bool = false) -> HTTPClientRequest {
         let bearer = tokenInTarget ? nil : clients[k].redirectToken ?? plan.accessToken
-        return HTTPClientRequest(method: method, target: Array(target.utf8), host: hostHeader,
+        return HTTPClientRequest(method: method, target: Array(target.utf8), host: clients[k].hostHeader,
                                  bearerToken: bearer.map { Array($0.utf8) },
                                  accept: accept.map { Array(String(describing: $0).utf8) },
                                  contentType: contentType.map { Array(String(describing: $0).utf8) },
@@ -481,14 +488,21 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             fail(k, .negotiateFailed)
         case .success(.redirect(let url, let token)):
             clients[k].redirects += 1
-            // The official clients give up after 100 redirects; ours also refuse to leave loopback.
-            guard clients[k].redirects <= 100, let next = HubURL.parse(url), SocketAddress(host: next.host, port: next.port) == address else {
+            // The official clients give up after 100 redirects; Stampede also never leaves loopback.
+            guard clients[k].redirects <= 100, let next = HubURL.parse(url), let nextAddress = SocketAddress(host: next.host, port: next.port),
+                  nextAddress.isLoopback else {
                 fail(k, .negotiateFailed)
                 return
             }
             clients[k].base = next
             if let token { clients[k].redirectToken = token }
-            sendNegotiate(k)
+            if nextAddress == clients[k].address && clients[k].sideState == .idle {
+                sendNegotiate(k)
+            } else {
+                clients[k].address = nextAddress
+                clients[k].hostHeader = HTTPClientRequest.hostValue(host: next.host, port: next.port, defaultPort: 80)
+                openSide(k)
+            }
         case .success(.connect(let connection)):
             metrics.record(.negotiate, nanoseconds: EventLoop.now() - clients[k].phaseStartNs)
             clients[k].negotiated = connection
@@ -533,7 +547,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
                     headers.append((String(line[..<colon]), String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)))
                 }
             }
-            let request = WebSocketHandshake.request(host: plan.base.host, port: plan.base.port, path: transportTarget(k, forStream: true), key: key,
+            let request = WebSocketHandshake.request(host: clients[k].base.host, port: clients[k].base.port, path: transportTarget(k, forStream: true), key: key,
                                                      subprotocol: nil, headers: headers)
             request.withUnsafeBytes { loop.write(id, $0) }
         case .serverSentEvents:
@@ -1085,6 +1099,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     func receivedSide(_ k: Int, _ bytes: UnsafeRawBufferPointer) -> Int {
         var offset = 0
         let epoch = clients[k].epoch
+        let side = clients[k].side
         // Keep asking until the parser needs more: a response that ends exactly at the end of
         // the input reports `.end` only when asked again with nothing left.
         while true {
@@ -1122,7 +1137,8 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
                 default:
                     break
                 }
-                guard clients[k].epoch == epoch else { return bytes.count }
+                // A redirect may have replaced the side connection: these bytes belong to the old one.
+                guard clients[k].epoch == epoch, clients[k].side == side else { return bytes.count }
             }
         }
     }

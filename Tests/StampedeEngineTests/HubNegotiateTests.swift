@@ -1,0 +1,68 @@
+import Foundation
+import StampedeEngine
+import StampedeLoop
+import StampedeScenario
+import StampedeTarget
+import Testing
+
+/// Negotiate redirects (url + accessToken) and bearer tokens, against a Python redirecting
+/// negotiate endpoint in front of the reference hub.
+@Suite(.serialized)
+struct HubNegotiateTests {
+    static let secret = "s3cr3t-token-never-in-results"
+
+    @Test func redirectsAreFollowedWithTheirAccessTokensAndTheTokenNeverReachesTheResults() throws {
+        let hubLoop = try EventLoop(index: 0)
+        let hub = try HubServer(loop: hubLoop, address: .ipv4(0x7F00_0001, port: 0))
+        hubLoop.start()
+        defer { hubLoop.stop(); hubLoop.join() }
+        let python = try peerPython("websockets")
+        let redirector = try BackgroundProcess(python, [repositoryRoot.appendingPathComponent("Tests/peers/negotiate_redirect.py").path,
+                                                        "--final", "http://127.0.0.1:\(hub.port)/hub", "--max-seconds", "60"])
+        defer { redirector.stop() }
+        let line = try redirector.waitForLine(prefix: "LISTENING ", timeout: 30)
+        let port = try #require(Int(line.dropFirst("LISTENING ".count)))
+        var s = hubScenario("redirect", target: .http(url: WebSocketURL(host: "127.0.0.1", port: port, path: "/first")),
+                            transport: .webSockets, protocolKind: .json, clients: 3, duration: 0.5, operation: .invoke,
+                            method: "Echo", arguments: [.stamp])
+        s.hub?.accessToken = .literal(Self.secret)
+        let o = try run(s)
+        #expect(o.exitCode == 0, "\(o.record.fatalError ?? "")")
+        #expect(o.summary.connections.connected == 3)
+        #expect(o.summary.messages.delivered == o.summary.messages.sent && o.summary.messages.sent > 0)
+
+        redirector.stop()
+        let report = try #require(redirector.lines.withLock { $0.last { $0.hasPrefix("{") } })
+        let seen = try #require(try JSONSerialization.jsonObject(with: Data(report.utf8)) as? [String: Any])
+        let auth = try #require(seen["authorizations"] as? [String: [String]])
+        #expect(auth["/first"] == Array(repeating: "Bearer \(Self.secret)", count: 3))
+        #expect(auth["/second"] == Array(repeating: "Bearer token-two", count: 3))
+
+        // Secrets never appear in results.
+        let folder = try #require(o.resultsFolder)
+        for file in try FileManager.default.contentsOfDirectory(atPath: folder.path) {
+            let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+            #expect(!text.contains(Self.secret), "\(file) contains the token")
+            #expect(!text.contains("token-two") && !text.contains("token-three"), "\(file) contains a redirect token")
+        }
+    }
+
+    @Test func endlessRedirectsStopAfterOneHundredAsNegotiateFailures() throws {
+        let python = try peerPython("websockets")
+        let redirector = try BackgroundProcess(python, [repositoryRoot.appendingPathComponent("Tests/peers/negotiate_redirect.py").path,
+                                                        "--final", "http://127.0.0.1:1/hub", "--max-seconds", "60"])
+        defer { redirector.stop() }
+        let line = try redirector.waitForLine(prefix: "LISTENING ", timeout: 30)
+        let port = try #require(Int(line.dropFirst("LISTENING ".count)))
+        let s = hubScenario("redirect-loop", target: .http(url: WebSocketURL(host: "127.0.0.1", port: port, path: "/loop")),
+                            transport: .webSockets, protocolKind: .json, clients: 1, duration: 0.5, operation: .none,
+                            method: "Echo", arguments: [])
+        let o = try run(s)
+        #expect(o.exitCode == 1)
+        #expect(o.summary.errors["negotiate_failed"] == 1)
+        redirector.stop()
+        let report = try #require(redirector.lines.withLock { $0.last { $0.hasPrefix("{") } })
+        let seen = try #require(try JSONSerialization.jsonObject(with: Data(report.utf8)) as? [String: Any])
+        #expect(seen["loop_requests"] as? Int == 101)
+    }
+}
