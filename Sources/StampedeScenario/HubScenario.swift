@@ -118,4 +118,16 @@ public enum ReconnectSpec: Sendable, Equatable {
     /// SignalR's default: 0, 2, 10, 30 seconds, then give up.
     case signalRDefault
     case delays([Double])
+    /// Doubling from `initial` up to `max`, at most `attempts` attempts, with jitter.
+    case exponential(initialSeconds: Double, maxSeconds: Double, attempts: Int, jitter: Jitter)
+}
+
+/// Randomising reconnect delays so clients dropped together do not return together.
+public enum Jitter: String, Sendable, Equatable, CaseIterable {
+    /// The computed delay exactly.
+    case none
+    /// Uniform in [0, delay] (AWS "full jitter").
+    case full
+    /// delay/2 plus uniform in [0, delay/2] (AWS "equal jitter").
+    case equal
 }

@@ -197,3 +197,23 @@ struct StatefulReconnectTests {
         #expect(o.summary.hubErrors.keys.contains { $0.contains("NoSuchMethod") }, "\(o.summary.hubErrors)")
     }
 }
+
+@Suite struct AutomaticReconnectTests {
+    /// Without stateful reconnect, a dropped client follows its reconnect policy: a full restart
+    /// (negotiate, transport, handshake) as a new connection; calls in flight at the drop are
+    /// counted lost, and the accounting still closes.
+    @Test func droppedClientsReconnectByPolicyAndTheAccountingCloses() throws {
+        var s = hubScenario("auto-reconnect", target: .embedded, transport: .webSockets, protocolKind: .json, clients: 6, duration: 2,
+                            rate: 60, operation: .invoke, method: "Echo", arguments: [.stamp])
+        s.hub?.reconnect = .delays([0.1, 0.5])
+        let o = try runWithDrop(s)
+        let m = o.summary.messages
+        #expect(o.exitCode == 0)
+        #expect(o.summary.counters["reconnected"] == 6)
+        #expect(o.summary.counters["reconnect_attempts"] == 6)
+        #expect(o.summary.counters["connected"] == 12)
+        #expect(m.accountingClosed && m.sent == m.delivered + m.lost)
+        #expect(m.lost == m.lostByReason["connection_closed"])
+        #expect(o.record.openConnectionsAtEnd == 6)
+    }
+}

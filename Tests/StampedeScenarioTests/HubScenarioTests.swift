@@ -567,12 +567,15 @@ func badTemplatesNameTheArgument(written: String, message: String) throws {
     #expect(try hub(hubPlus("reconnect: [0s, 2s, 10s]")).reconnect == .delays([0, 2, 10]))
     #expect(try hub(hubPlus("reconnect: [0, 500ms]")).reconnect == .delays([0, 0.5]))
 
-    for bad in ["always", "off", "5s", "{a: 1}", "\"none \""] {
+    for bad in ["always", "off", "5s", "\"none \""] {
         let error = try #require(failure(hubPlus("reconnect: \(bad)")))
         #expect(error.field == "hub.reconnect")
         #expect(error.line == 7)
-        #expect(error.message.hasPrefix("expected 'none', 'default' (0s, 2s, 10s, 30s) or a list of delays like [0s, 2s, 10s], got "))
+        #expect(error.message.hasPrefix("expected 'none', 'default' (0s, 2s, 10s, 30s), a list of delays like [0s, 2s, 10s], or {exponential: "))
     }
+    let unknownKey = try #require(failure(hubPlus("reconnect: {a: 1}")))
+    #expect(unknownKey.field == "hub.reconnect.a")
+    #expect(unknownKey.message.hasPrefix("unknown field 'a'"))
     let empty = try #require(failure(hubPlus("reconnect: []")))
     #expect(empty.message == "an empty list never reconnects: write 'reconnect: none' instead")
 
@@ -702,4 +705,31 @@ func badTemplatesNameTheArgument(written: String, message: String) throws {
     let literal = try #require(resolveFailure(.literal("\(secret)\r\nX: 1")))
     #expect(literal.message == "the access_token value holds line breaks or NUL characters, which cannot go into a header")
     #expect(!literal.description.contains(secret))
+}
+
+@Test func exponentialReconnectWithJitterIsLoaded() throws {
+    let s = try ScenarioLoader.parse(yaml: """
+        workload: hub
+        target: embedded
+        clients: 1
+        duration: 1s
+        hub:
+          method: Echo
+          reconnect: {exponential: {initial: 500ms, max: 20s, attempts: 8, jitter: equal}}
+        """, file: "r.yaml")
+    #expect(s.hub?.reconnect == .exponential(initialSeconds: 0.5, maxSeconds: 20, attempts: 8, jitter: .equal))
+}
+
+@Test func exponentialReconnectRejectsUnknownSettings() {
+    #expect(throws: ScenarioError.self) {
+        try ScenarioLoader.parse(yaml: """
+            workload: hub
+            target: embedded
+            clients: 1
+            duration: 1s
+            hub:
+              method: Echo
+              reconnect: {exponential: {intial: 1s}}
+            """, file: "r.yaml")
+    }
 }

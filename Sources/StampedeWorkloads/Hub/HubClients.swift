@@ -1022,7 +1022,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         closeSide(k)
         clients[k].epoch &+= 1
         if reconnect && phase != .closing && failed != .handshakeFailed,
-           let delay = reconnectPolicy.nextDelay(previousAttempts: clients[k].reconnectAttempts) {
+           let delay = reconnectPolicy.nextDelay(previousAttempts: clients[k].reconnectAttempts, unitRandom: random.unit()) {
             clients[k].reconnectAttempts += 1
             setPhase(k, .waitingToReconnect)
             metrics.count(.reconnectAttempts)

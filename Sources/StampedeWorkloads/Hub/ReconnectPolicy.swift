@@ -1,3 +1,4 @@
+import Foundation
 import StampedeScenario
 
 /// When a dropped client tries again (signalr-protocol.md §6): a pure function of the attempt
@@ -11,12 +12,21 @@ public struct ReconnectPolicy: Sendable, Equatable {
     public static let signalRDefaultDelays: [Double] = [0, 2, 10, 30]
 
     /// Seconds to wait before reconnect attempt `previousAttempts + 1`, or nil to give up.
-    public func nextDelay(previousAttempts: Int) -> Double? {
+    /// `unitRandom` (uniform in [0, 1)) drives the jitter, so tests can pin it.
+    public func nextDelay(previousAttempts: Int, unitRandom: Double = Double.random(in: 0..<1)) -> Double? {
         let delays: [Double]
         switch spec {
         case .none: return nil
         case .signalRDefault: delays = Self.signalRDefaultDelays
         case .delays(let d): delays = d
+        case .exponential(let initial, let maxDelay, let attempts, let jitter):
+            guard previousAttempts < attempts else { return nil }
+            let delay = min(maxDelay, initial * pow(2, Double(min(previousAttempts, 62))))
+            switch jitter {
+            case .none: return delay
+            case .full: return delay * unitRandom
+            case .equal: return delay / 2 + delay / 2 * unitRandom
+            }
         }
         return previousAttempts < delays.count ? delays[previousAttempts] : nil
     }
