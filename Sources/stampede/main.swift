@@ -182,6 +182,11 @@ struct Serve: ParsableCommand {
         if let stats = chatServer?.statisticsSnapshot() {
             print("served: \(stats.upgraded) connections, \(stats.messagesReceived) messages received, \(stats.framesBroadcast) frames broadcast, \(stats.invalidMessages) invalid")
         }
+        if let hubServer {
+            // Tell every client to reconnect (Close with allowReconnect), as ASP.NET Core does on shutdown.
+            hubServer.loop.execute { _ in hubServer.shutdown() }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
         if let stats = hubServer?.statisticsSnapshot() {
             print("served: \(stats.handshakes) hub connections, \(stats.invocations.total) invocations, \(stats.protocolErrors) protocol errors")
         }

@@ -121,6 +121,13 @@ struct EmbeddedHubTests {
         }
     }
 
+    /// Negotiate version 0 (no connectionToken: the connectionId is the id) works as well as 1.
+    @Test func negotiateVersionZeroConnectsWithTheConnectionId() throws {
+        var s = HubCase.invokeEcho.scenario(target: .embedded, transport: .longPolling, protocolKind: .json)
+        s.hub?.negotiateVersion = 0
+        HubCase.invokeEcho.check(try run(s), clients: 6)
+    }
+
     /// The hub scenarios in scenarios/ run as shipped (shortened) against the embedded hub.
     @Test func everyHubScenarioFileRunsAgainstTheEmbeddedHub() throws {
         let dir = repositoryRoot.appendingPathComponent("scenarios")
