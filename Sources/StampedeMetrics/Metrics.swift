@@ -64,6 +64,8 @@ public enum Counter: Int, CaseIterable, Sendable, Codable {
     case unparsedMessages
     /// Hub clients: StreamItems received.
     case streamItems
+    /// Hub clients: streams the client cancelled (CancelInvocation) after `cancel_after_items`.
+    case streamsCancelled
     /// Hub clients: server invocations answered with a configured client result.
     case clientResults
     /// Hub clients: reconnect attempts started, and those that ended connected again.
@@ -94,6 +96,7 @@ public enum Counter: Int, CaseIterable, Sendable, Codable {
         case .bytesReceived: "bytes_received"
         case .unparsedMessages: "unparsed_messages"
         case .streamItems: "stream_items"
+        case .streamsCancelled: "streams_cancelled"
         case .clientResults: "client_results"
         case .reconnectAttempts: "reconnect_attempts"
         case .reconnected: "reconnected"

@@ -28,6 +28,8 @@ public struct HubSpec: Sendable, Equatable {
     public var statefulReconnect: Bool
     /// `upload` only: items sent on the client-to-server stream per call.
     public var uploadItems: Int = 3
+    /// `stream` only: cancel each stream (CancelInvocation) after this many items; nil = read to the end.
+    public var cancelStreamAfterItems: Int? = nil
 
     public init(transports: [HubTransport] = HubTransport.allCases, protocolKind: HubProtocolKind = .json, negotiateVersion: Int = 1,
                 skipNegotiation: Bool = false, accessToken: TokenSource? = nil, tokenInQuery: Bool = false,

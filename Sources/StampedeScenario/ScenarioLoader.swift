@@ -168,7 +168,7 @@ private enum Keys {
     static let hub = [
         "transports", "protocol", "negotiate_version", "skip_negotiation", "access_token", "token_in_query", "keep_alive",
         "server_timeout", "handshake_timeout", "join", "operation", "method", "arguments", "receive", "client_results",
-        "reconnect", "stateful_reconnect",
+        "reconnect", "stateful_reconnect", "upload_items", "cancel_after_items",
     ]
     static let hubCall = ["method", "arguments"]
     static let accessToken = ["env", "file"]
@@ -694,6 +694,12 @@ extension Reader {
         }
         if let node = fields["reconnect"] {
             spec.reconnect = try reconnectSpec(node)
+        }
+        if let node = fields["upload_items"] {
+            spec.uploadItems = try integer(node, field: "hub.upload_items", in: 0...1_000_000)
+        }
+        if let node = fields["cancel_after_items"] {
+            spec.cancelStreamAfterItems = try integer(node, field: "hub.cancel_after_items", in: 1...1_000_000)
         }
         if let node = fields["stateful_reconnect"] {
             spec.statefulReconnect = try boolean(node, field: "hub.stateful_reconnect")

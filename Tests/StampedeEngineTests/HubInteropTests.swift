@@ -128,6 +128,19 @@ struct EmbeddedHubTests {
         HubCase.invokeEcho.check(try run(s), clients: 6)
     }
 
+    /// Streams cancelled after two of their ten items: the call completes at the cancel, the
+    /// server stops, and nothing after the cancel is counted.
+    @Test func streamsCancelledAfterSomeItemsCompleteAtTheCancel() throws {
+        var s = hubScenario("stream-cancel", target: .embedded, transport: .webSockets, protocolKind: .messagePack, operation: .stream,
+                            method: "Counter", arguments: [.integer(10), .integer(20)])
+        s.hub?.cancelStreamAfterItems = 2
+        let o = try run(s)
+        expectHubAccounting(o, clients: 6)
+        let m = o.summary.messages
+        #expect(o.summary.counters["streams_cancelled"] == m.sent)
+        #expect(o.summary.counters["stream_items"] == m.sent * 2)
+    }
+
     /// The hub scenarios in scenarios/ run as shipped (shortened) against the embedded hub.
     @Test func everyHubScenarioFileRunsAgainstTheEmbeddedHub() throws {
         let dir = repositoryRoot.appendingPathComponent("scenarios")

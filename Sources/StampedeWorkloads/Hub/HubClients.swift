@@ -105,9 +105,18 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         var awaitingSequence = false
         var duplicatesToSkip: UInt64 = 0
         var resuming = false
+        /// Streams in flight when cancelling after N items: (sequence, items so far, cancelled).
+        /// A few slots per client; a stream that finds none is simply read to the end.
+        var streams: [StreamTrack] = []
         init(base: HubURL, address: SocketAddress, hostHeader: [UInt8]) {
             self.base = base; self.address = address; self.hostHeader = hostHeader
         }
+    }
+
+    struct StreamTrack {
+        var sequence: UInt32 = .max
+        var items = 0
+        var cancelled = false
     }
 
     public let loop: EventLoop
@@ -697,6 +706,12 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             }
         }
         }
+        if plan.spec.operation == .stream, plan.spec.cancelStreamAfterItems != nil {
+            if clients[k].streams.isEmpty { clients[k].streams = Array(repeating: StreamTrack(), count: 4) }
+            if let slot = clients[k].streams.firstIndex(where: { $0.sequence == .max }) {
+                clients[k].streams[slot] = StreamTrack(sequence: sequence, items: 0, cancelled: false)
+            }
+        }
         metrics.count(.messagesSent)
         metrics.count(Self.perTransport(clients[k].transport, .sentWebSockets, .sentServerSentEvents, .sentLongPolling))
         if plan.spec.operation == .send && plan.spec.receiveMethod == nil {
@@ -886,7 +901,13 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
                 connected(k)
                 return
             }
-            guard let stamp = ChatCodec.parseStamp(id), clients[k].outstanding > 0 else { return }  // unknown ids are ignored (§4)
+            guard let stamp = ChatCodec.parseStamp(id) else { return }  // unknown ids are ignored (§4)
+            if let slot = streamSlot(k, stamp.sequence) {
+                let cancelled = clients[k].streams[slot].cancelled
+                clients[k].streams[slot] = StreamTrack()
+                if cancelled { return }  // the call was complete when we cancelled it
+            }
+            guard clients[k].outstanding > 0 else { return }
             clients[k].outstanding -= 1
             totalOutstanding -= 1
             if let errorRange = m.error {
@@ -905,6 +926,16 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             }
         case .streamItem:
             guard let idRange = m.invocationId, let stamp = ChatCodec.parseStamp(UnsafeRawBufferPointer(rebasing: buffer[idRange])) else { return }
+            if let slot = streamSlot(k, stamp.sequence) {
+                if clients[k].streams[slot].cancelled { return }
+                clients[k].streams[slot].items += 1
+                metrics.count(.streamItems)
+                metrics.record(.streamItem, nanoseconds: EventLoop.now() &- stamp.intendedNs)
+                if let limit = plan.spec.cancelStreamAfterItems, clients[k].streams[slot].items >= limit {
+                    cancelStream(k, slot: slot, id: UnsafeRawBufferPointer(rebasing: buffer[idRange]), stamp: stamp)
+                }
+                return
+            }
             metrics.count(.streamItems)
             metrics.record(.streamItem, nanoseconds: EventLoop.now() &- stamp.intendedNs)
         case .invocation:
@@ -925,6 +956,29 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             if m.allowReconnect { drop(k, reason: error ? nil : nil) } else { end(k, failed: error ? .closedWithError : nil, reconnect: false) }
         case .streamInvocation, .cancelInvocation, .ack, .sequence, .none:
             break
+        }
+    }
+
+    func streamSlot(_ k: Int, _ sequence: UInt32) -> Int? {
+        clients[k].streams.isEmpty ? nil : clients[k].streams.firstIndex { $0.sequence == sequence }
+    }
+
+    /// Cancels a stream (§4 CancelInvocation): from the client's side the call is then complete;
+    /// a Completion or items the server sends after it are ignored.
+    func cancelStream(_ k: Int, slot: Int, id: UnsafeRawBufferPointer, stamp: ChatStamp) {
+        clients[k].streams[slot].cancelled = true
+        sendHub(k) { out in Codec.writeCancelInvocation(into: out, invocationId: .utf8(id)) }
+        metrics.count(.streamsCancelled)
+        guard clients[k].outstanding > 0 else { return }
+        clients[k].outstanding -= 1
+        totalOutstanding -= 1
+        let now = EventLoop.now()
+        metrics.count(.messagesDelivered)
+        metrics.record(.roundTrip, nanoseconds: now &- stamp.intendedNs)
+        metrics.record(.roundTripUncorrected, nanoseconds: now &- stamp.actualNs)
+        if plan.loadModel == .closed && phase == .messages {
+            let next = now + plan.thinkTimeNs
+            if next < messagesEndNs { loop.schedule(at: next, token: token(.send, k)) }
         }
     }
 
