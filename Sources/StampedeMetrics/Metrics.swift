@@ -164,6 +164,8 @@ public enum ErrorClass: Int, CaseIterable, Sendable, Codable {
     case serverTimeout
     /// A Completion with an error (the hub method threw).
     case hubError
+    /// A Completion whose result is not the one the scenario expects (`expect`).
+    case unexpectedReply
 
     public var key: String {
         switch self {
@@ -187,6 +189,7 @@ public enum ErrorClass: Int, CaseIterable, Sendable, Codable {
         case .handshakeTimeout: "handshake_timeout"
         case .serverTimeout: "server_timeout"
         case .hubError: "hub_error"
+        case .unexpectedReply: "unexpected_reply"
         }
     }
 }

@@ -30,6 +30,8 @@ public struct HubSpec: Sendable, Equatable {
     public var uploadItems: Int = 3
     /// `stream` only: cancel each stream (CancelInvocation) after this many items; nil = read to the end.
     public var cancelStreamAfterItems: Int? = nil
+    /// What an `invoke`'s Completion must carry to count as delivered.
+    public var expectedResult: ExpectedResult = .any
 
     public init(transports: [HubTransport] = HubTransport.allCases, protocolKind: HubProtocolKind = .json, negotiateVersion: Int = 1,
                 skipNegotiation: Bool = false, accessToken: TokenSource? = nil, tokenInQuery: Bool = false,
@@ -122,6 +124,16 @@ public enum ReconnectSpec: Sendable, Equatable {
     case delays([Double])
     /// Doubling from `initial` up to `max`, at most `attempts` attempts, with jitter.
     case exponential(initialSeconds: Double, maxSeconds: Double, attempts: Int, jitter: Jitter)
+}
+
+/// The reply an invocation expects.
+public enum ExpectedResult: Sendable, Equatable {
+    /// Any Completion without an error.
+    case any
+    /// A string result starting with the call's stamp (an echo of the `{stamp}` argument).
+    case echo
+    /// This exact string result.
+    case text(String)
 }
 
 /// Randomising reconnect delays so clients dropped together do not return together.

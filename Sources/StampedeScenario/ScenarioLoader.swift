@@ -168,7 +168,7 @@ private enum Keys {
     static let hub = [
         "transports", "protocol", "negotiate_version", "skip_negotiation", "access_token", "token_in_query", "keep_alive",
         "server_timeout", "handshake_timeout", "join", "operation", "method", "arguments", "receive", "client_results",
-        "reconnect", "stateful_reconnect", "upload_items", "cancel_after_items",
+        "reconnect", "stateful_reconnect", "upload_items", "cancel_after_items", "expect",
     ]
     static let hubCall = ["method", "arguments"]
     static let accessToken = ["env", "file"]
@@ -697,6 +697,20 @@ extension Reader {
         }
         if let node = fields["upload_items"] {
             spec.uploadItems = try integer(node, field: "hub.upload_items", in: 0...1_000_000)
+        }
+        if let node = fields["expect"] {
+            // `expect: echo` (the reply carries the call's stamp), `expect: any`, or `expect: {text: "ok"}`.
+            if case .mapping(let m) = node {
+                let f = try Fields(m, path: "hub.expect", known: ["text"], reader: self)
+                guard let t = f["text"] else { throw error(at: node, field: "hub.expect", "expected 'any', 'echo' or {text: \"…\"}") }
+                spec.expectedResult = .text(try string(t, field: "hub.expect.text", expecting: "the exact reply text"))
+            } else {
+                switch try string(node, field: "hub.expect", expecting: "'any', 'echo' or {text: \"…\"}") {
+                case "any": spec.expectedResult = .any
+                case "echo": spec.expectedResult = .echo
+                default: throw error(at: node, field: "hub.expect", "expected 'any', 'echo' or {text: \"…\"}, got \(describe(node))")
+                }
+            }
         }
         if let node = fields["cancel_after_items"] {
             spec.cancelStreamAfterItems = try integer(node, field: "hub.cancel_after_items", in: 1...1_000_000)

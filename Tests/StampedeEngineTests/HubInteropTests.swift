@@ -39,8 +39,10 @@ enum HubCase: String, CaseIterable, Sendable {
         let name = "\(rawValue)-\(transport.rawValue)-\(protocolKind.rawValue)"
         switch self {
         case .invokeEcho:
-            return hubScenario(name, target: target, transport: transport, protocolKind: protocolKind, operation: .invoke,
-                               method: "Echo", arguments: [.stamp])
+            var s = hubScenario(name, target: target, transport: transport, protocolKind: protocolKind, operation: .invoke,
+                                method: "Echo", arguments: [.stamp])
+            s.hub?.expectedResult = .echo
+            return s
         case .sendBroadcast:
             return hubScenario(name, target: target, transport: transport, protocolKind: protocolKind, operation: .send,
                                method: "SendMessage", arguments: [.text([.user]), .stamp], receive: "ReceiveMessage")
@@ -48,8 +50,11 @@ enum HubCase: String, CaseIterable, Sendable {
             return hubScenario(name, target: target, transport: transport, protocolKind: protocolKind, operation: .stream,
                                method: "Counter", arguments: [.integer(4), .integer(5)])
         case .clientResult:
-            return hubScenario(name, target: target, transport: transport, protocolKind: protocolKind, operation: .invoke,
-                               method: "AskClient", arguments: [.stamp], clientResults: [ClientResult(method: "GetClientResult", value: "fine")])
+            var s = hubScenario(name, target: target, transport: transport, protocolKind: protocolKind, operation: .invoke,
+                                method: "AskClient", arguments: [.stamp], clientResults: [ClientResult(method: "GetClientResult", value: "fine")])
+            // The hub returns what the client answered.
+            s.hub?.expectedResult = .text("fine")
+            return s
         case .upload:
             return hubScenario(name, target: target, transport: transport, protocolKind: protocolKind, operation: .upload,
                                method: "Upload", arguments: [])
@@ -126,6 +131,17 @@ struct EmbeddedHubTests {
         var s = HubCase.invokeEcho.scenario(target: .embedded, transport: .longPolling, protocolKind: .json)
         s.hub?.negotiateVersion = 0
         HubCase.invokeEcho.check(try run(s), clients: 6)
+    }
+
+    /// A reply that is not the expected one fails the call (counted), it is not delivered.
+    @Test func unexpectedRepliesFailTheCall() throws {
+        var s = hubScenario("unexpected-reply", target: .embedded, transport: .webSockets, protocolKind: .json, clients: 3,
+                            duration: 0.5, operation: .invoke, method: "Echo", arguments: [.text([.literal("not a stamp")])])
+        s.hub?.expectedResult = .echo
+        let o = try run(s)
+        let m = o.summary.messages
+        #expect(m.sent > 0 && m.failed == m.sent && m.accountingClosed)
+        #expect(o.summary.errors["unexpected_reply"] == m.sent)
     }
 
     /// Streams cancelled after two of their ten items: the call completes at the cancel, the

@@ -69,16 +69,24 @@ private func temporaryDirectory() throws -> URL {
     #expect(scenario.connectRate == 500)
     #expect(scenario.durationSeconds == 10)
     #expect(scenario.message == MessageSpec(ratePerSecond: 200, size: 128))
-    #expect(
-        scenario.hub
-            == HubSpec(
-                transports: [.webSockets, .serverSentEvents, .longPolling], protocolKind: .json, negotiateVersion: 1,
-                skipNegotiation: false, accessToken: nil, tokenInQuery: false, keepAliveSeconds: 15, serverTimeoutSeconds: 30,
-                handshakeTimeoutSeconds: 15,
-                join: HubCall(method: "JoinGroup", arguments: [.text([.literal("room-"), .clientModulo(10)])]),
-                operation: .invoke, call: HubCall(method: "Echo", arguments: [.stamp]), receiveMethod: "ReceiveMessage",
-                clientResults: [ClientResult(method: "GetClientResult", value: "ok")], reconnect: .none,
-                statefulReconnect: false))
+    var expected = HubSpec(
+        transports: [.webSockets, .serverSentEvents, .longPolling], protocolKind: .json, negotiateVersion: 1,
+        skipNegotiation: false, accessToken: nil, tokenInQuery: false, keepAliveSeconds: 15, serverTimeoutSeconds: 30,
+        handshakeTimeoutSeconds: 15,
+        join: HubCall(method: "JoinGroup", arguments: [.text([.literal("room-"), .clientModulo(10)])]),
+        operation: .invoke, call: HubCall(method: "Echo", arguments: [.stamp]), receiveMethod: "ReceiveMessage",
+        clientResults: [ClientResult(method: "GetClientResult", value: "ok")], reconnect: .none,
+        statefulReconnect: false)
+    expected.expectedResult = .echo
+    #expect(scenario.hub == expected)
+}
+
+@Test func expectedRepliesAreLoaded() throws {
+    #expect(try hub(hubPlus("expect: echo")).expectedResult == .echo)
+    #expect(try hub(hubPlus("expect: any")).expectedResult == .any)
+    #expect(try hub(hubPlus("expect: {text: fine}")).expectedResult == .text("fine"))
+    let bad = try #require(failure(hubPlus("expect: maybe")))
+    #expect(bad.field == "hub.expect")
 }
 
 @Test func hubDefaultsAreApplied() throws {

@@ -914,6 +914,9 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
                 metrics.count(.messagesFailed)
                 metrics.error(.hubError)
                 metrics.countHubError(String(decoding: UnsafeRawBufferPointer(rebasing: buffer[errorRange]), as: UTF8.self))
+            } else if !resultAsExpected(m, buffer, stamp: stamp) {
+                metrics.count(.messagesFailed)
+                metrics.error(.unexpectedReply)
             } else {
                 let now = EventLoop.now()
                 metrics.count(.messagesDelivered)
@@ -956,6 +959,21 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             if m.allowReconnect { drop(k, reason: error ? nil : nil) } else { end(k, failed: error ? .closedWithError : nil, reconnect: false) }
         case .streamInvocation, .cancelInvocation, .ack, .sequence, .none:
             break
+        }
+    }
+
+    /// Checks a Completion's result against the scenario's `expect`.
+    func resultAsExpected(_ m: HubMessage, _ buffer: UnsafeRawBufferPointer, stamp: ChatStamp) -> Bool {
+        switch plan.spec.expectedResult {
+        case .any:
+            return true
+        case .echo:
+            guard let r = m.result, let contents = Codec.stringContents(buffer, value: r),
+                  let echoed = ChatCodec.parseStamp(UnsafeRawBufferPointer(rebasing: buffer[contents])) else { return false }
+            return echoed == stamp
+        case .text(let expected):
+            guard let r = m.result, let contents = Codec.stringContents(buffer, value: r) else { return false }
+            return UnsafeRawBufferPointer(rebasing: buffer[contents]).elementsEqual(expected.utf8)
         }
     }
 
