@@ -576,12 +576,11 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         metrics.record(.upgrade, nanoseconds: EventLoop.now() - clients[k].phaseStartNs)
         setPhase(k, .handshaking)
         clients[k].phaseStartNs = EventLoop.now()
-        let name = plan.spec.protocolKind == .json ? "json" : "messagepack"
         let stateful = plan.spec.statefulReconnect && clients[k].negotiated?.useStatefulReconnect == true && clients[k].transport == .webSockets
-        let version = stateful ? 2 : 1
-        var handshake = Array(#"{"protocol":"\#(name)","version":\#(version)}"#.utf8)
-        handshake.append(0x1E)
-        handshake.withUnsafeBytes { sendTransportBytes(k, $0, text: true) }
+        if let n = HubHandshake.writeRequest(protocolName: Codec.protocolName, version: stateful ? 2 : 1, into: scratch) {
+            // The handshake is JSON text whatever the hub protocol (§3).
+            sendTransportBytes(k, UnsafeRawBufferPointer(rebasing: scratch[0..<n]), text: true)
+        }
         clients[k].stateful = stateful
     }
 
@@ -806,16 +805,18 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     func parseHub(_ k: Int, _ buffer: UnsafeRawBufferPointer) -> Int {
         var offset = 0
         if !clients[k].handshakeDone {
-            guard let end = buffer.firstIndex(of: 0x1E) else { return 0 }
-            let record = UnsafeRawBufferPointer(rebasing: buffer[0..<end])
-            guard HandshakeResponse.isSuccess(record) else {
+            switch HubHandshake.parseResponse(buffer) {
+            case .needMore:
+                return 0
+            case .error, .invalid:
                 fail(k, .handshakeFailed)
                 return buffer.count
+            case .success(let consumed):
+                clients[k].handshakeDone = true
+                offset = consumed
+                handshakeCompleted(k)
+                guard isAlive(k) else { return buffer.count }
             }
-            clients[k].handshakeDone = true
-            offset = end + 1
-            handshakeCompleted(k)
-            guard isAlive(k) else { return buffer.count }
         }
         while offset < buffer.count {
             let rest = UnsafeRawBufferPointer(rebasing: buffer[offset...])
@@ -1406,13 +1407,5 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     public func writable(_ id: ConnectionID, loop: EventLoop) {
         guard let (k, role) = owner(id), role == .main, phase == .messages, plan.loadModel == .open else { return }
         sendDue(k)
-    }
-}
-
-/// The handshake response (§3): `{}` or `{"error":…}` followed by 0x1E. Read once per connection.
-enum HandshakeResponse {
-    static func isSuccess(_ record: UnsafeRawBufferPointer) -> Bool {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(record)) as? [String: Any] else { return false }
-        return object["error"] == nil && object["type"] == nil
     }
 }
