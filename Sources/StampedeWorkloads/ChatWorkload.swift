@@ -45,8 +45,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     /// Own messages sent and not yet echoed, per client.
     var outstanding: [UInt32]
     var scheduleStartNs: [UInt64]
-    var intervalNs: UInt64 = 0
-    var messagesEndNs: UInt64 = 0
+    var schedule: LoadSchedule
     /// Clients whose connect has not been attempted yet.
     public private(set) var notYetStarted: Int
     public private(set) var totalOutstanding: UInt64 = 0
@@ -65,6 +64,8 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         outstanding = Array(repeating: 0, count: n)
         scheduleStartNs = Array(repeating: 0, count: n)
         notYetStarted = n
+        schedule = LoadSchedule(totalClients: plan.totalClients, connectRate: plan.connectRate, loadModel: plan.loadModel,
+                                totalRate: plan.totalRate, thinkTimeNs: plan.thinkTimeNs)
         ws.application = self
     }
 
@@ -73,9 +74,8 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     /// Schedules every client's connect: global client g at `start + g / connectRate`.
     public func beginRampUp(startNs: UInt64) {
         phase = .rampUp
-        let spacing = 1e9 / plan.connectRate
         for (k, g) in plan.globalIndices.enumerated() {
-            ws.schedule(at: startNs + UInt64(Double(g) * spacing), applicationToken: token(.connect, k))
+            ws.schedule(at: schedule.connectTime(start: startNs, globalIndex: g), applicationToken: token(.connect, k))
         }
     }
 
@@ -83,22 +83,11 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     /// `start + g/clients × interval + k × interval`, so the total stream is evenly spaced at the rate.
     public func beginMessages(startNs: UInt64, endNs: UInt64) {
         phase = .messages
-        messagesEndNs = endNs
-        switch plan.loadModel {
-        case .open:
-            guard plan.totalRate > 0 else { return }
-            intervalNs = UInt64(Double(plan.totalClients) / plan.totalRate * 1e9)
-            for (k, g) in plan.globalIndices.enumerated() where ws.state(of: k) == .open {
-                let first = startNs + UInt64(Double(intervalNs) * Double(g) / Double(plan.totalClients))
-                scheduleStartNs[k] = first
-                if first < endNs { ws.schedule(at: first, applicationToken: token(.send, k)) }
-            }
-        case .closed:
-            let spread = max(plan.thinkTimeNs, 10_000_000)
-            for k in plan.globalIndices.indices where ws.state(of: k) == .open {
-                let first = startNs + ws.random.next() % spread
-                if first < endNs { ws.schedule(at: first, applicationToken: token(.send, k)) }
-            }
+        guard schedule.beginMessages(endNs: endNs) else { return }
+        for (k, g) in plan.globalIndices.enumerated() where ws.state(of: k) == .open {
+            let first = schedule.firstSend(start: startNs, globalIndex: g, random: &ws.random)
+            scheduleStartNs[k] = first
+            if schedule.isInPhase(first) { ws.schedule(at: first, applicationToken: token(.send, k)) }
         }
     }
 
@@ -151,7 +140,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         while nextSequence[k] < dueSequence[k] {
             if ws.isBackedUp(k) { return }
             let seq = nextSequence[k]
-            sendMessage(k, sequence: seq, intendedNs: scheduleStartNs[k] + UInt64(seq) * intervalNs)
+            sendMessage(k, sequence: seq, intendedNs: schedule.intended(first: scheduleStartNs[k], sequence: seq))
             nextSequence[k] = seq + 1
         }
     }
@@ -171,8 +160,8 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
                 dueSequence[k] += 1
                 if ws.isBackedUp(k) { ws.metrics.count(.sendsDeferred) }
                 sendDue(k)
-                let next = deadline + intervalNs
-                if next < messagesEndNs { ws.schedule(at: next, applicationToken: token) }
+                let next = deadline + schedule.intervalNs
+                if schedule.isInPhase(next) { ws.schedule(at: next, applicationToken: token) }
             case .closed:
                 let seq = nextSequence[k]
                 nextSequence[k] = seq + 1
@@ -199,8 +188,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
             ws.metrics.record(.roundTrip, nanoseconds: now &- stamp.intendedNs)
             ws.metrics.record(.roundTripUncorrected, nanoseconds: now &- stamp.actualNs)
             if plan.loadModel == .closed && phase == .messages {
-                let next = now + plan.thinkTimeNs
-                if next < messagesEndNs { ws.schedule(at: next, applicationToken: token(.send, k)) }
+                if let next = schedule.nextAfterReply(now: now) { ws.schedule(at: next, applicationToken: token(.send, k)) }
             }
         } else {
             ws.metrics.count(.fanoutReceived)

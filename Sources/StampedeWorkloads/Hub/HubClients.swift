@@ -132,8 +132,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     let reconnectPolicy: ReconnectPolicy
     var userNames: [[UInt8]]
     var phase: ChatWorkload.Phase = .idle
-    var intervalNs: UInt64 = 0
-    var messagesEndNs: UInt64 = 0
+    var schedule: LoadSchedule
     public private(set) var openCount = 0
     public private(set) var inFlightConnects = 0
     public private(set) var notYetStarted: Int
@@ -151,6 +150,8 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         notYetStarted = plan.globalIndices.count
         reconnectPolicy = ReconnectPolicy(plan.spec.reconnect)
         userNames = plan.globalIndices.map { Array("\(plan.runTag)-user-\($0)".utf8) }
+        schedule = LoadSchedule(totalClients: plan.totalClients, connectRate: plan.connectRate, loadModel: plan.loadModel,
+                                totalRate: plan.totalRate, thinkTimeNs: plan.thinkTimeNs)
         scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: max(64 * 1024, plan.messageSize * 2 + 4096), alignment: 16)
         loop.handler = self
     }
@@ -169,32 +170,19 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
 
     public func beginRampUp(startNs: UInt64) {
         phase = .rampUp
-        let spacing = 1e9 / plan.connectRate
         for (k, g) in plan.globalIndices.enumerated() {
-            loop.schedule(at: startNs + UInt64(Double(g) * spacing), token: token(.connect, k))
+            loop.schedule(at: schedule.connectTime(start: startNs, globalIndex: g), token: token(.connect, k))
         }
         loop.schedule(at: startNs + 1_000_000_000, token: token(.keepAliveSweep, 0))
     }
 
     public func beginMessages(startNs: UInt64, endNs: UInt64) {
         phase = .messages
-        messagesEndNs = endNs
-        guard plan.spec.operation != .none, plan.spec.call != nil else { return }
-        switch plan.loadModel {
-        case .open:
-            guard plan.totalRate > 0 else { return }
-            intervalNs = UInt64(Double(plan.totalClients) / plan.totalRate * 1e9)
-            for (k, g) in plan.globalIndices.enumerated() where clients[k].phase == .connected {
-                let first = startNs + UInt64(Double(intervalNs) * Double(g) / Double(plan.totalClients))
-                clients[k].scheduleStartNs = first
-                if first < endNs { loop.schedule(at: first, token: token(.send, k)) }
-            }
-        case .closed:
-            let spread = max(plan.thinkTimeNs, 10_000_000)
-            for k in clients.indices where clients[k].phase == .connected {
-                let first = startNs + random.next() % spread
-                if first < endNs { loop.schedule(at: first, token: token(.send, k)) }
-            }
+        guard schedule.beginMessages(endNs: endNs), plan.spec.operation != .none, plan.spec.call != nil else { return }
+        for (k, g) in plan.globalIndices.enumerated() where clients[k].phase == .connected {
+            let first = schedule.firstSend(start: startNs, globalIndex: g, random: &random)
+            clients[k].scheduleStartNs = first
+            if schedule.isInPhase(first) { loop.schedule(at: first, token: token(.send, k)) }
         }
     }
 
@@ -235,8 +223,8 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             case .open:
                 clients[k].dueSequence += 1
                 sendDue(k)
-                let next = deadline + intervalNs
-                if next < messagesEndNs { loop.schedule(at: next, token: token) }
+                let next = deadline + schedule.intervalNs
+                if schedule.isInPhase(next) { loop.schedule(at: next, token: token) }
             case .closed:
                 let seq = clients[k].nextSequence
                 clients[k].nextSequence += 1
@@ -648,7 +636,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
                 return
             }
             let seq = clients[k].nextSequence
-            call(k, sequence: seq, intendedNs: clients[k].scheduleStartNs + UInt64(seq) * intervalNs)
+            call(k, sequence: seq, intendedNs: schedule.intended(first: clients[k].scheduleStartNs, sequence: seq))
             clients[k].nextSequence = seq + 1
         }
     }
@@ -859,13 +847,13 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         if clients[k].everConnected {
             metrics.count(.reconnected)
             // A reconnected client rejoins the schedule where it is now.
-            if phase == .messages && plan.loadModel == .open && intervalNs > 0 {
+            if phase == .messages && plan.loadModel == .open && schedule.intervalNs > 0 {
                 let now = EventLoop.now()
-                let seqNow = now > clients[k].scheduleStartNs ? UInt32((now - clients[k].scheduleStartNs) / intervalNs) + 1 : 0
+                let seqNow = now > clients[k].scheduleStartNs ? UInt32((now - clients[k].scheduleStartNs) / schedule.intervalNs) + 1 : 0
                 clients[k].nextSequence = max(clients[k].nextSequence, seqNow)
                 clients[k].dueSequence = clients[k].nextSequence
-                let next = clients[k].scheduleStartNs + UInt64(clients[k].nextSequence) * intervalNs
-                if next < messagesEndNs { loop.schedule(at: next, token: token(.send, k)) }
+                let next = schedule.intended(first: clients[k].scheduleStartNs, sequence: clients[k].nextSequence)
+                if schedule.isInPhase(next) { loop.schedule(at: next, token: token(.send, k)) }
             }
         }
         clients[k].everConnected = true
@@ -925,8 +913,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
                 metrics.record(.roundTripUncorrected, nanoseconds: now &- stamp.actualNs)
             }
             if plan.loadModel == .closed && phase == .messages {
-                let next = EventLoop.now() + plan.thinkTimeNs
-                if next < messagesEndNs { loop.schedule(at: next, token: token(.send, k)) }
+                if let next = schedule.nextAfterReply(now: EventLoop.now()) { loop.schedule(at: next, token: token(.send, k)) }
             }
         case .streamItem:
             guard let idRange = m.invocationId, let stamp = ChatCodec.parseStamp(UnsafeRawBufferPointer(rebasing: buffer[idRange])) else { return }
@@ -996,8 +983,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         metrics.record(.roundTrip, nanoseconds: now &- stamp.intendedNs)
         metrics.record(.roundTripUncorrected, nanoseconds: now &- stamp.actualNs)
         if plan.loadModel == .closed && phase == .messages {
-            let next = now + plan.thinkTimeNs
-            if next < messagesEndNs { loop.schedule(at: next, token: token(.send, k)) }
+            if let next = schedule.nextAfterReply(now: now) { loop.schedule(at: next, token: token(.send, k)) }
         }
     }
 
@@ -1045,8 +1031,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
                 metrics.record(.roundTrip, nanoseconds: now &- stamp.intendedNs)
                 metrics.record(.roundTripUncorrected, nanoseconds: now &- stamp.actualNs)
                 if plan.loadModel == .closed && phase == .messages {
-                    let next = now + plan.thinkTimeNs
-                    if next < messagesEndNs { loop.schedule(at: next, token: token(.send, k)) }
+                    if let next = schedule.nextAfterReply(now: now) { loop.schedule(at: next, token: token(.send, k)) }
                 }
             } else {
                 metrics.count(.fanoutReceived)
