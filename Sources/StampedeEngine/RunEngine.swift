@@ -140,11 +140,22 @@ public final class RunEngine {
             let t1 = t0 + UInt64(scenario.durationSeconds * 1e9)
             for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.beginMessages(startNs: t0, endNs: t1) } }
             var drops = options.connectionDrops.sorted { $0.atSeconds < $1.atSeconds }
+            var events = Array(scenario.events.enumerated())
             while EventLoop.now() < t1 {
                 _ = tick()
                 if let next = drops.first, EventLoop.now() >= t0 + UInt64(next.atSeconds * 1e9) {
                     drops.removeFirst()
                     for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.dropConnections(fraction: next.fraction) } }
+                }
+                while let (index, event) = events.first, EventLoop.now() >= t0 + UInt64(event.atSeconds * 1e9) {
+                    events.removeFirst()
+                    // Every loop drops its share at the event's own instant, so recovery times share one origin.
+                    let at = t0 + UInt64(event.atSeconds * 1e9)
+                    if case .storm(let fraction, let mode) = event.kind {
+                        for (i, w) in workloads.enumerated() {
+                            loops[i].execute { _ in w.storm(index: index, atNs: at, fraction: fraction, mode: mode) }
+                        }
+                    }
                 }
                 if options.interrupt.isRaised { partialReason = "interrupted during the message phase"; break }
             }
@@ -180,6 +191,7 @@ public final class RunEngine {
         }
         _ = collectInterval(final: true)
         progress.finish()
+        let storms = collectStorms()
 
         totals.counters[Counter.fanoutExpected.rawValue] = expectsFanout ? totals[.messagesSent] * UInt64(max(0, openAtStart - 1)) : 0
         let processCPU = Double(cs_process_cpu_ns() - cpuAtStart) / 1e9
@@ -193,7 +205,7 @@ public final class RunEngine {
             generator: GeneratorHealth(processCPUSeconds: processCPU, clientLoopCPUSeconds: clientCPU,
                                        maxTimerLagMicros: maxTimerLagNs / 1000, saturated: saturated, warnings: warnings,
                                        residentBytesBeforeConnect: rssBeforeConnect, residentBytesConnected: rssConnected,
-                                       peakResidentBytes: peakRSS))
+                                       peakResidentBytes: peakRSS), storms: storms)
         var outcome = RunOutcome(record: record, summary: ResultsWriter.summary(of: record), resultsFolder: nil, writeError: nil,
                                  exitCode: fatal != nil ? 1 : partialReason != nil ? 130 : 0)
         do {
@@ -272,9 +284,10 @@ public final class RunEngine {
             switch endpoint {
             case .webSocket(let ws):
                 let clients = WebSocketClients(loop: loop, endpoint: ws, clientCount: mine.count, random: random)
-                let plan = ChatWorkload.Plan(totalClients: scenario.clients, globalIndices: mine, connectRate: scenario.connectRate,
+                var plan = ChatWorkload.Plan(totalClients: scenario.clients, globalIndices: mine, connectRate: scenario.connectRate,
                                              loadModel: scenario.loadModel, totalRate: scenario.message.ratePerSecond,
                                              thinkTimeNs: UInt64(scenario.thinkTimeSeconds * 1e9), messageSize: scenario.message.size, runTag: runTag)
+                plan.reconnect = scenario.reconnect
                 workloads.append(ChatWorkload(ws: clients, plan: plan))
             case .hub(let address, let base):
                 let spec = scenario.hub ?? HubSpec()
@@ -402,6 +415,23 @@ public final class RunEngine {
         let fields = text.split(separator: " ")
         guard fields.count > 1, let pages = UInt64(fields[1]) else { return 0 }
         return pages * UInt64(sysconf(Int32(_SC_PAGESIZE)))
+    }
+
+    /// Merges every loop's view of each storm (read once, at the end).
+    func collectStorms() -> [StormRecord] {
+        var merged: [StormShard] = []
+        for (i, w) in workloads.enumerated() {
+            let shards = loops[i].submitAndWait { _ in w.storms }
+            for (n, shard) in shards.enumerated() {
+                if n >= merged.count { merged.append(StormShard()) }
+                merged[n].add(shard)
+            }
+        }
+        return scenario.events.enumerated().compactMap { index, event in
+            guard case .storm(let fraction, let mode) = event.kind else { return nil }
+            return StormRecord(number: index + 1, atSeconds: event.atSeconds, fraction: fraction, mode: mode,
+                               shard: index < merged.count ? merged[index] : StormShard())
+        }
     }
 
     func currentOpen() -> Int {

@@ -25,6 +25,9 @@ public enum ResultsWriter {
             try AtomicFile.write(Data(text.utf8), to: folder.appendingPathComponent(hgrmFileName(metric)))
         }
         try AtomicFile.write(Data(timeseriesCSV(record.intervals).utf8), to: folder.appendingPathComponent(timeseriesFileName))
+        for storm in record.storms {
+            try AtomicFile.write(Data(stormCSV(storm).utf8), to: folder.appendingPathComponent(stormFileName(storm.number)))
+        }
         try AtomicFile.write(try summary.jsonData(), to: folder.appendingPathComponent(summaryFileName))
         AtomicFile.syncDirectory(folder)
         return folder
@@ -102,15 +105,50 @@ public enum ResultsWriter {
                 saturated: g.saturated, warnings: g.warnings, rssBeforeConnectBytes: g.residentBytesBeforeConnect,
                 rssConnectedBytes: g.residentBytesConnected, rssPeakBytes: g.peakResidentBytes,
                 rssPerConnectionBytes: rssPerConnection(record)),
-            files: fileNames(for: t),
+            files: fileNames(for: t) + record.storms.map { stormFileName($0.number) },
             counters: Dictionary(uniqueKeysWithValues: Counter.allCases.map { ($0.key, t[$0]) }),
-            hubErrors: t.hubErrorMessages)
+            hubErrors: t.hubErrorMessages,
+            storms: record.storms.map(stormSummary))
     }
 
     static func rssPerConnection(_ record: RunRecord) -> Double? {
         let g = record.generator
         guard g.residentBytesConnected > g.residentBytesBeforeConnect, g.residentBytesBeforeConnect > 0, record.peakOpenConnections > 0 else { return nil }
         return rounded(Double(g.residentBytesConnected - g.residentBytesBeforeConnect) / Double(record.peakOpenConnections))
+    }
+
+    static func stormSummary(_ s: StormRecord) -> RunSummary.Storm {
+        let shard = s.shard
+        var recovery: [String: Double?] = [:]
+        for (key, share) in [("p50", 0.5), ("p95", 0.95), ("p99", 0.99), ("p100", 1.0)] {
+            // The share of *affected* clients: a storm where some never came back has no p100.
+            let needed = UInt64((Double(shard.affected) * share).rounded(.up))
+            if shard.affected == 0 || shard.recovered < needed {
+                recovery[key] = .some(nil)
+            } else {
+                let percentile = Double(needed) / Double(shard.recovered) * 100
+                recovery[key] = .some(rounded(Double(shard.recovery.valueAtPercentile(min(100, percentile))) / 1000))
+            }
+        }
+        let a = shard.attempts
+        return RunSummary.Storm(
+            number: s.number, atSeconds: rounded(s.atSeconds), fraction: s.fraction, mode: s.mode.rawValue,
+            affected: shard.affected, recovered: shard.recovered, gaveUp: shard.gaveUp, recoveryMs: recovery,
+            attempts: a.totalCount > 0 ? ["p50": a.valueAtPercentile(50), "p99": a.valueAtPercentile(99), "max": a.max] : [:],
+            file: stormFileName(s.number))
+    }
+
+    public static func stormFileName(_ number: Int) -> String { "storm-\(number).csv" }
+
+    /// Attempts and successes per 100 ms after a storm, up to the last bucket with either.
+    public static func stormCSV(_ s: StormRecord) -> String {
+        var csv = "offset_ms,attempts,successes,recovered_total\n"
+        var total: UInt64 = 0
+        for i in 0...s.shard.lastActiveBucket {
+            total += s.shard.successesPerBucket[i]
+            csv += "\(i * 100),\(s.shard.attemptsPerBucket[i]),\(s.shard.successesPerBucket[i]),\(total)\n"
+        }
+        return csv
     }
 
     // MARK: Pieces, public for the CLI and tests.

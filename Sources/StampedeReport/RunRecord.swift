@@ -26,10 +26,13 @@ public struct RunRecord: Sendable {
     public var phaseSeconds: PhaseSeconds
     /// Generator self-checks: process CPU, worst timer lag, and warnings (saturation).
     public var generator: GeneratorHealth
+    /// Connection storms, in order, with what every loop saw of each.
+    public var storms: [StormRecord] = []
 
     public init(scenario: Scenario, startedAt: Date, endedAt: Date, partial: Bool, partialReason: String?, fatalError: String?,
                 totals: MetricsShard, intervals: [IntervalSample], environment: RunEnvironment, peakOpenConnections: Int,
-                openConnectionsAtEnd: Int, phaseSeconds: PhaseSeconds, generator: GeneratorHealth) {
+                openConnectionsAtEnd: Int, phaseSeconds: PhaseSeconds, generator: GeneratorHealth, storms: [StormRecord] = []) {
+        self.storms = storms
         self.scenario = scenario; self.startedAt = startedAt; self.endedAt = endedAt; self.partial = partial
         self.partialReason = partialReason; self.fatalError = fatalError; self.totals = totals; self.intervals = intervals
         self.environment = environment; self.peakOpenConnections = peakOpenConnections
@@ -104,5 +107,19 @@ public struct GeneratorHealth: Sendable, Equatable {
         self.maxTimerLagMicros = maxTimerLagMicros; self.saturated = saturated; self.warnings = warnings
         self.residentBytesBeforeConnect = residentBytesBeforeConnect; self.residentBytesConnected = residentBytesConnected
         self.peakResidentBytes = peakResidentBytes
+    }
+}
+
+/// One storm event and its merged measurements.
+public struct StormRecord: Sendable {
+    /// 1-based, as in `storm-<n>.csv`.
+    public var number: Int
+    /// Seconds after the message phase started.
+    public var atSeconds: Double
+    public var fraction: Double
+    public var mode: StormMode
+    public var shard: StormShard
+    public init(number: Int, atSeconds: Double, fraction: Double, mode: StormMode, shard: StormShard) {
+        self.number = number; self.atSeconds = atSeconds; self.fraction = fraction; self.mode = mode; self.shard = shard
     }
 }

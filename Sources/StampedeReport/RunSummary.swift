@@ -38,16 +38,44 @@ public struct RunSummary: Codable, Sendable, Equatable {
     public var counters: [String: UInt64]
     /// Hub clients: Completion errors by their text (the hub method's exception message).
     public var hubErrors: [String: UInt64]
+    /// Connection storms: how fast the affected clients were connected again.
+    public var storms: [Storm]
+
+    public struct Storm: Codable, Sendable, Equatable {
+        public var number: Int
+        public var atSeconds: Double
+        public var fraction: Double
+        public var mode: String
+        public var affected: UInt64
+        public var recovered: UInt64
+        public var gaveUp: UInt64
+        /// Time from the event until 50 %, 95 %, 99 % and 100 % of the affected clients were
+        /// connected again, milliseconds; nil when that share never recovered.
+        public var recoveryMs: [String: Double?]
+        /// Reconnect attempts per recovered client.
+        public var attempts: [String: UInt64]
+        /// The thundering-herd curve, per 100 ms after the event (see storm-<n>.csv).
+        public var file: String
+        enum CodingKeys: String, CodingKey {
+            case number
+            case atSeconds = "at_s"
+            case fraction, mode, affected, recovered
+            case gaveUp = "gave_up"
+            case recoveryMs = "recovery_ms"
+            case attempts, file
+        }
+    }
 
     public init(
         schema: String = RunSummary.schemaIdentifier, partial: Bool, partialReason: String?, fatalError: String?,
         scenario: ScenarioInfo, environment: EnvironmentInfo, phasesSeconds: Phases, connections: Connections,
         messages: Messages, bytes: Bytes, latencyMicros: [String: Latency], latencyCorrection: LatencyCorrection,
         errors: [String: UInt64], errorsTotal: UInt64, upgradeStatuses: [String: UInt64], generator: Generator, files: [String],
-        counters: [String: UInt64] = [:], hubErrors: [String: UInt64] = [:]
+        counters: [String: UInt64] = [:], hubErrors: [String: UInt64] = [:], storms: [Storm] = []
     ) {
         self.counters = counters
         self.hubErrors = hubErrors
+        self.storms = storms
         self.schema = schema; self.partial = partial; self.partialReason = partialReason; self.fatalError = fatalError
         self.scenario = scenario; self.environment = environment; self.phasesSeconds = phasesSeconds
         self.connections = connections; self.messages = messages; self.bytes = bytes; self.latencyMicros = latencyMicros
@@ -69,6 +97,7 @@ public struct RunSummary: Codable, Sendable, Equatable {
         case upgradeStatuses = "upgrade_statuses"
         case generator, files, counters
         case hubErrors = "hub_errors"
+        case storms
     }
 
     // Written by hand only so that nil optionals become `null` instead of disappearing.
@@ -93,6 +122,7 @@ public struct RunSummary: Codable, Sendable, Equatable {
         try c.encode(files, forKey: .files)
         try c.encode(counters, forKey: .counters)
         try c.encode(hubErrors, forKey: .hubErrors)
+        try c.encode(storms, forKey: .storms)
     }
 
     /// The summary as written to summary.json: pretty-printed, keys sorted, trailing newline.

@@ -34,6 +34,10 @@ public struct Scenario: Sendable, Equatable {
     public var sourceAddresses: [String]
     /// Hub workloads only: transports, protocol and the calls each client makes.
     public var hub: HubSpec?
+    /// Timed events during the message phase (connection storms), in time order.
+    public var events: [ScenarioEvent] = []
+    /// Chat clients: what a client does when its connection drops (hub clients: `hub.reconnect`).
+    public var reconnect: ReconnectSpec = .none
 
     public struct Header: Sendable, Equatable {
         public var name: String
@@ -113,4 +117,25 @@ public struct MessageSpec: Sendable, Equatable {
     public init(ratePerSecond: Double, size: Int) { self.ratePerSecond = ratePerSecond; self.size = size }
     /// Room for the metadata the chat workload puts in the text (sender, sequence, timestamps).
     public static let minimumSize = 64
+}
+
+/// Something that happens at a fixed time in the message phase.
+public struct ScenarioEvent: Sendable, Equatable {
+    /// Seconds after the message phase starts.
+    public var atSeconds: Double
+    public var kind: Kind
+    public init(atSeconds: Double, kind: Kind) { self.atSeconds = atSeconds; self.kind = kind }
+
+    public enum Kind: Sendable, Equatable {
+        /// `fraction` of the connected clients lose their connection at the same instant.
+        case storm(fraction: Double, mode: StormMode)
+    }
+}
+
+/// How clients lose their connection in a storm.
+public enum StormMode: String, Sendable, Equatable, CaseIterable {
+    /// An abrupt reset (RST), as when a load balancer or the network drops the connection.
+    case reset
+    /// A clean close by the client (WebSocket close, SignalR Close), as in a client-side restart.
+    case close
 }

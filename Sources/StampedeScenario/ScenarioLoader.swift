@@ -163,6 +163,7 @@ private enum Keys {
     static let topLevel = [
         "name", "target", "workload", "clients", "connect_rate", "duration", "message", "load_model", "think_time",
         "seed", "drain", "connect_timeout", "headers", "subprotocol", "max_message_size", "source_addresses", "hub",
+        "events", "reconnect",
     ]
     static let message = ["rate", "size"]
     static let hub = [
@@ -355,11 +356,55 @@ private struct Reader {
             hub = spec
         }
 
-        return Scenario(
+        var scenario = Scenario(
             name: name, file: file, target: target, workload: workload, clients: clients, connectRate: connectRate,
             durationSeconds: duration, message: message, loadModel: loadModel, thinkTimeSeconds: thinkTime, seed: seed,
             drainSeconds: drain, connectTimeoutSeconds: connectTimeout, headers: headers, subprotocol: subprotocol,
             maxMessageBytes: maxMessageBytes, sourceAddresses: sourceAddresses, hub: hub)
+        if let node = fields["reconnect"] {
+            guard workload == .chat else {
+                throw error(at: node, field: "reconnect", "hub clients take their policy from 'hub.reconnect'")
+            }
+            scenario.reconnect = try reconnectSpec(node, field: "reconnect")
+        }
+        if let node = fields["events"] {
+            scenario.events = try eventList(node, duration: duration)
+        }
+        return scenario
+    }
+
+    /// `events: [{at: 5s, storm: {fraction: 1.0, mode: reset}}, …]`
+    private func eventList(_ node: Node, duration: Double) throws(ScenarioError) -> [ScenarioEvent] {
+        if isNull(node) { return [] }
+        guard case .sequence(let items) = node else {
+            throw error(at: node, field: "events", "expected a list of events like '- {at: 5s, storm: {fraction: 1.0}}', got \(describe(node))")
+        }
+        var events: [ScenarioEvent] = []
+        for (index, item) in items.enumerated() {
+            let path = "events[\(index)]"
+            guard case .mapping(let mapping) = item else {
+                throw error(at: item, field: path, "expected an event like '{at: 5s, storm: {fraction: 1.0}}', got \(describe(item))")
+            }
+            let f = try Fields(mapping, path: path, known: ["at", "storm"], reader: self)
+            guard let atNode = f["at"] else { throw error(at: item, field: "\(path).at", "missing required field 'at'") }
+            let at = try self.duration(atNode, field: "\(path).at", allowZero: true)
+            guard at < duration else {
+                throw error(at: atNode, field: "\(path).at", "the event is at or after the end of the message phase (duration \(format(duration))s)")
+            }
+            guard let stormNode = f["storm"] else { throw error(at: item, field: path, "expected a 'storm' in the event") }
+            var fraction = 1.0
+            var mode = StormMode.reset
+            if !isNull(stormNode) {
+                guard case .mapping(let s) = stormNode else {
+                    throw error(at: stormNode, field: "\(path).storm", "expected {fraction: 0…1, mode: reset|close}, got \(describe(stormNode))")
+                }
+                let sf = try Fields(s, path: "\(path).storm", known: ["fraction", "mode"], reader: self)
+                if let n = sf["fraction"] { fraction = try number(n, field: "\(path).storm.fraction", above: 0, maximum: 1) }
+                if let n = sf["mode"] { mode = try choice(n, field: "\(path).storm.mode") }
+            }
+            events.append(ScenarioEvent(atSeconds: at, kind: .storm(fraction: fraction, mode: mode)))
+        }
+        return events.sorted { $0.atSeconds < $1.atSeconds }
     }
 
     /// Only top-level fields are required; a missing one is reported at line 1 because the
@@ -962,8 +1007,7 @@ extension Reader {
         return results
     }
 
-    private func reconnectSpec(_ node: Node) throws(ScenarioError) -> ReconnectSpec {
-        let field = "hub.reconnect"
+    private func reconnectSpec(_ node: Node, field: String = "hub.reconnect") throws(ScenarioError) -> ReconnectSpec {
         let form = "expected 'none', 'default' (0s, 2s, 10s, 30s), a list of delays like [0s, 2s, 10s], "
             + "or {exponential: {initial: 1s, max: 30s, attempts: 10, jitter: full}}"
         switch node {

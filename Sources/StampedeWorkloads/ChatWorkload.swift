@@ -21,6 +21,8 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         public var thinkTimeNs: UInt64
         public var messageSize: Int
         public var runTag: String
+        /// What a client does when its connection drops.
+        public var reconnect: ReconnectSpec = .none
 
         public init(totalClients: Int, globalIndices: [Int], connectRate: Double, loadModel: LoadModel, totalRate: Double,
                     thinkTimeNs: UInt64, messageSize: Int, runTag: String) {
@@ -32,7 +34,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
 
     public enum Phase: Sendable, Equatable { case idle, rampUp, messages, draining, closing }
 
-    enum TimerKind: UInt64 { case connect = 1, send = 2 }
+    enum TimerKind: UInt64 { case connect = 1, send = 2, reconnect = 3 }
 
     public let ws: WebSocketClients
     public let plan: Plan
@@ -48,6 +50,14 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     var schedule: LoadSchedule
     /// Clients whose connect has not been attempted yet.
     public private(set) var notYetStarted: Int
+    let reconnectPolicy: ReconnectPolicy
+    var everOpened: [Bool]
+    var reconnectAttempts: [Int]
+    var sendEpoch: [UInt16]
+    var waitingToReconnect = 0
+    public private(set) var storms: [StormShard] = []
+    var stormTrack: [StormClientTrack]
+    var stormAtNs: [UInt64] = []
     public private(set) var totalOutstanding: UInt64 = 0
 
     public init(ws: WebSocketClients, plan: Plan) {
@@ -64,6 +74,11 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         outstanding = Array(repeating: 0, count: n)
         scheduleStartNs = Array(repeating: 0, count: n)
         notYetStarted = n
+        reconnectPolicy = ReconnectPolicy(plan.reconnect)
+        everOpened = Array(repeating: false, count: n)
+        reconnectAttempts = Array(repeating: 0, count: n)
+        sendEpoch = Array(repeating: 0, count: n)
+        stormTrack = Array(repeating: StormClientTrack(), count: n)
         schedule = LoadSchedule(totalClients: plan.totalClients, connectRate: plan.connectRate, loadModel: plan.loadModel,
                                 totalRate: plan.totalRate, thinkTimeNs: plan.thinkTimeNs)
         ws.application = self
@@ -119,7 +134,11 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
 
     // MARK: Sending
 
-    @inline(__always) func token(_ kind: TimerKind, _ client: Int) -> UInt64 { kind.rawValue << 48 | UInt64(client) }
+    /// Timer token: kind, the client's send-chain epoch (so a chain replaced after a reconnect
+    /// stops), and the client.
+    @inline(__always) func token(_ kind: TimerKind, _ client: Int) -> UInt64 {
+        kind.rawValue << 48 | UInt64(sendEpoch[client]) << 32 | UInt64(client)
+    }
 
     @inline(__always)
     func sendMessage(_ k: Int, sequence: UInt32, intendedNs: UInt64) {
@@ -148,13 +167,24 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     // MARK: WebSocketApplication
 
     public func applicationTimer(token: UInt64, deadline: UInt64) {
-        let k = Int(token & 0xFFFF_FFFF_FFFF)
+        let k = Int(token & 0xFFFF_FFFF)
+        let epoch = UInt16(truncatingIfNeeded: token >> 32)
         switch TimerKind(rawValue: token >> 48) {
         case .connect:
             notYetStarted -= 1
             if phase == .rampUp { ws.connect(k) }
+        case .reconnect:
+            waitingToReconnect -= 1
+            guard phase == .messages || phase == .draining || phase == .rampUp else { return }
+            ws.metrics.count(.reconnectAttempts)
+            if stormTrack[k].storm >= 0 {
+                stormTrack[k].attempts += 1
+                let s = Int(stormTrack[k].storm)
+                storms[s].recordAttempt(sinceEventNs: EventLoop.now() &- stormAtNs[s])
+            }
+            ws.connect(k)
         case .send:
-            guard phase == .messages, ws.state(of: k) == .open else { return }
+            guard phase == .messages, ws.state(of: k) == .open, sendEpoch[k] == epoch else { return }
             switch plan.loadModel {
             case .open:
                 dueSequence[k] += 1
@@ -172,7 +202,39 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         }
     }
 
-    public func webSocketOpened(client: Int) {}
+    public func webSocketOpened(client k: Int) {
+        reconnectAttempts[k] = 0
+        if everOpened[k] {
+            ws.metrics.count(.reconnected)
+            if stormTrack[k].storm >= 0 {
+                let s = Int(stormTrack[k].storm)
+                storms[s].recordRecovery(sinceEventNs: EventLoop.now() &- stormAtNs[s], attempts: Int(stormTrack[k].attempts))
+                stormTrack[k] = StormClientTrack()
+            }
+            rejoinSchedule(k)
+        }
+        everOpened[k] = true
+    }
+
+    /// A reconnected client picks its schedule up where it is now (the messages of the gap were
+    /// never sent, so they are not counted).
+    func rejoinSchedule(_ k: Int) {
+        guard phase == .messages else { return }
+        sendEpoch[k] &+= 1
+        let now = EventLoop.now()
+        switch plan.loadModel {
+        case .open:
+            guard schedule.intervalNs > 0 else { return }
+            let first = scheduleStartNs[k]
+            let seqNow = now > first ? UInt32((now - first) / schedule.intervalNs) + 1 : 0
+            nextSequence[k] = max(nextSequence[k], seqNow)
+            dueSequence[k] = nextSequence[k]
+            let next = schedule.intended(first: first, sequence: nextSequence[k])
+            if schedule.isInPhase(next) { ws.schedule(at: next, applicationToken: token(.send, k)) }
+        case .closed:
+            if let next = schedule.nextAfterReply(now: now) { ws.schedule(at: next, applicationToken: token(.send, k)) }
+        }
+    }
 
     public func webSocketReceived(client k: Int, opcode: WebSocketOpcode, payload: UnsafeRawBufferPointer) {
         guard opcode == .text, let stamp = ChatCodec.readStamp(payload) else {
@@ -202,6 +264,36 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
             ws.metrics.lose(.connectionClosed, UInt64(outstanding[k]))
             totalOutstanding -= UInt64(outstanding[k])
             outstanding[k] = 0
+        }
+        // Reconnect while the run goes on, as long as the policy allows (never after a first connect failed).
+        guard everOpened[k], phase == .messages || phase == .draining || phase == .rampUp else { return }
+        if let delay = reconnectPolicy.nextDelay(previousAttempts: reconnectAttempts[k], unitRandom: ws.random.unit()) {
+            reconnectAttempts[k] += 1
+            waitingToReconnect += 1
+            ws.schedule(at: EventLoop.now() + UInt64(delay * 1e9), applicationToken: token(.reconnect, k))
+        } else if stormTrack[k].storm >= 0 {
+            storms[Int(stormTrack[k].storm)].gaveUp += 1
+            stormTrack[k] = StormClientTrack()
+        }
+    }
+
+    /// Storm `index`: `fraction` of the open clients lose their connection now.
+    public func storm(index: Int, atNs: UInt64, fraction: Double, mode: StormMode) {
+        if index >= 0 {
+            while storms.count <= index { storms.append(StormShard()); stormAtNs.append(atNs) }
+            stormAtNs[index] = atNs
+        }
+        for k in plan.globalIndices.indices where ws.state(of: k) == .open {
+            guard ws.random.unit() < fraction else { continue }
+            if index >= 0 {
+                storms[index].affected += 1
+                stormTrack[k] = StormClientTrack()
+                stormTrack[k].storm = Int32(index)
+            }
+            switch mode {
+            case .reset: ws.abort(k, reset: true)
+            case .close: ws.close(k)
+            }
         }
     }
 

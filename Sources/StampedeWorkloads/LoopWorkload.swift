@@ -1,5 +1,6 @@
 import StampedeLoop
 import StampedeMetrics
+import StampedeScenario
 
 /// The clients of one workload that one event loop owns, as the engine drives them. Every
 /// method runs on the loop's thread (the engine calls them through `EventLoop.execute`).
@@ -29,6 +30,11 @@ public protocol LoopWorkload: AnyObject, Sendable {
     func closeAll(lostReason: LossReason)
     /// Fault injection: abruptly resets the connections of `fraction` (0…1) of the connected clients.
     func dropConnections(fraction: Double)
+    /// Storm `index` at `atNs`: `fraction` of the connected clients lose their connection at once
+    /// (`mode`); their recovery is tracked in `storms[index]`.
+    func storm(index: Int, atNs: UInt64, fraction: Double, mode: StormMode)
+    /// What this loop saw of each storm so far.
+    var storms: [StormShard] { get }
 }
 
 extension ChatWorkload: LoopWorkload {
@@ -38,12 +44,9 @@ extension ChatWorkload: LoopWorkload {
     }
     public var openCount: Int { ws.openCount }
     public var inFlightConnects: Int { ws.inFlightConnects }
-    /// Chat clients do not reconnect (yet).
-    public var reconnectingCount: Int { 0 }
+    public var reconnectingCount: Int { waitingToReconnect }
 
     public func dropConnections(fraction: Double) {
-        for k in plan.globalIndices.indices where ws.state(of: k) == .open {
-            if ws.random.unit() < fraction { ws.abort(k, reset: true) }
-        }
+        storm(index: -1, atNs: EventLoop.now(), fraction: fraction, mode: .reset)
     }
 }

@@ -741,3 +741,33 @@ func badTemplatesNameTheArgument(written: String, message: String) throws {
             """, file: "r.yaml")
     }
 }
+
+@Test func stormEventsAndChatReconnectAreLoaded() throws {
+    let s = try ScenarioLoader.parse(yaml: """
+        target: embedded
+        clients: 10
+        duration: 10s
+        reconnect: [0s, 1s]
+        events:
+          - at: 5s
+            storm: {fraction: 0.5, mode: close}
+          - at: 2s
+            storm: {}
+        """, file: "storm.yaml")
+    #expect(s.reconnect == .delays([0, 1]))
+    #expect(s.events == [ScenarioEvent(atSeconds: 2, kind: .storm(fraction: 1, mode: .reset)),
+                         ScenarioEvent(atSeconds: 5, kind: .storm(fraction: 0.5, mode: .close))])
+}
+
+@Test func stormEventsOutsideTheMessagePhaseOrWithBadFieldsAreRejected() throws {
+    for (events, field) in [("- {at: 12s, storm: {}}", "events[0].at"), ("- {at: 1s, storm: {fraction: 2}}", "events[0].storm.fraction"),
+                            ("- {at: 1s, storm: {mode: crash}}", "events[0].storm.mode"), ("- {at: 1s, strom: {}}", "events[0].strom")] {
+        do {
+            _ = try ScenarioLoader.parse(yaml: "target: embedded\nclients: 1\nduration: 10s\nevents:\n  \(events)\n", file: "e.yaml")
+            Issue.record("\(events) was accepted")
+        } catch {
+            #expect(error.field == field, "\(events): \(error)")
+            #expect(error.line == 5)
+        }
+    }
+}

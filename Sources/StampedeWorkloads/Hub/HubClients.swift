@@ -108,6 +108,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         /// Streams in flight when cancelling after N items: (sequence, items so far, cancelled).
         /// A few slots per client; a stream that finds none is simply read to the end.
         var streams: [StreamTrack] = []
+        var storm = StormClientTrack()
         init(base: HubURL, address: SocketAddress, hostHeader: [UInt8]) {
             self.base = base; self.address = address; self.hostHeader = hostHeader
         }
@@ -137,6 +138,8 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     public private(set) var inFlightConnects = 0
     public private(set) var notYetStarted: Int
     public private(set) var totalOutstanding: UInt64 = 0
+    public private(set) var storms: [StormShard] = []
+    var stormAtNs: [UInt64] = []
 
     enum TimerKind: UInt64 { case connect = 1, send = 2, handshakeTimeout = 3, reconnect = 4, keepAliveSweep = 5, closeTimeout = 6 }
 
@@ -182,7 +185,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         for (k, g) in plan.globalIndices.enumerated() where clients[k].phase == .connected {
             let first = schedule.firstSend(start: startNs, globalIndex: g, random: &random)
             clients[k].scheduleStartNs = first
-            if schedule.isInPhase(first) { loop.schedule(at: first, token: token(.send, k)) }
+            if schedule.isInPhase(first) { loop.schedule(at: first, token: token(.send, k, epoch: clients[k].epoch)) }
         }
     }
 
@@ -218,7 +221,8 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             notYetStarted -= 1
             if phase == .rampUp { start(k) }
         case .send:
-            guard phase == .messages, clients[k].phase == .connected else { return }
+            // A client that reconnected started a new send chain; the old one stops here.
+            guard phase == .messages, clients[k].phase == .connected, clients[k].epoch & 0xF_FFFF == epoch else { return }
             switch plan.loadModel {
             case .open:
                 clients[k].dueSequence += 1
@@ -578,6 +582,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         clients[k].resuming = true
         clients[k].awaitingSequence = true
         metrics.count(.reconnectAttempts)
+        stormAttempt(k)
         openMain(k)
     }
 
@@ -586,6 +591,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     func resumed(_ k: Int) {
         clients[k].resuming = false
         metrics.count(.reconnected)
+        stormRecovered(k)
         let first = clients[k].replayEnds.first?.id ?? clients[k].sentSequence + 1
         sendHub(k, numbered: false) { out in Codec.writeSequence(into: out, sequenceId: first) }
         clients[k].replay.withUnsafeBytes { bytes in
@@ -846,6 +852,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         metrics.count(Self.perTransport(clients[k].transport, .connectedWebSockets, .connectedServerSentEvents, .connectedLongPolling))
         if clients[k].everConnected {
             metrics.count(.reconnected)
+            stormRecovered(k)
             // A reconnected client rejoins the schedule where it is now.
             if phase == .messages && plan.loadModel == .open && schedule.intervalNs > 0 {
                 let now = EventLoop.now()
@@ -853,7 +860,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
                 clients[k].nextSequence = max(clients[k].nextSequence, seqNow)
                 clients[k].dueSequence = clients[k].nextSequence
                 let next = schedule.intended(first: clients[k].scheduleStartNs, sequence: clients[k].nextSequence)
-                if schedule.isInPhase(next) { loop.schedule(at: next, token: token(.send, k)) }
+                if schedule.isInPhase(next) { loop.schedule(at: next, token: token(.send, k, epoch: clients[k].epoch)) }
             }
         }
         clients[k].everConnected = true
@@ -913,7 +920,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
                 metrics.record(.roundTripUncorrected, nanoseconds: now &- stamp.actualNs)
             }
             if plan.loadModel == .closed && phase == .messages {
-                if let next = schedule.nextAfterReply(now: EventLoop.now()) { loop.schedule(at: next, token: token(.send, k)) }
+                if let next = schedule.nextAfterReply(now: EventLoop.now()) { loop.schedule(at: next, token: token(.send, k, epoch: clients[k].epoch)) }
             }
         case .streamItem:
             guard let idRange = m.invocationId, let stamp = ChatCodec.parseStamp(UnsafeRawBufferPointer(rebasing: buffer[idRange])) else { return }
@@ -983,7 +990,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         metrics.record(.roundTrip, nanoseconds: now &- stamp.intendedNs)
         metrics.record(.roundTripUncorrected, nanoseconds: now &- stamp.actualNs)
         if plan.loadModel == .closed && phase == .messages {
-            if let next = schedule.nextAfterReply(now: now) { loop.schedule(at: next, token: token(.send, k)) }
+            if let next = schedule.nextAfterReply(now: now) { loop.schedule(at: next, token: token(.send, k, epoch: clients[k].epoch)) }
         }
     }
 
@@ -1031,7 +1038,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
                 metrics.record(.roundTrip, nanoseconds: now &- stamp.intendedNs)
                 metrics.record(.roundTripUncorrected, nanoseconds: now &- stamp.actualNs)
                 if plan.loadModel == .closed && phase == .messages {
-                    if let next = schedule.nextAfterReply(now: now) { loop.schedule(at: next, token: token(.send, k)) }
+                    if let next = schedule.nextAfterReply(now: now) { loop.schedule(at: next, token: token(.send, k, epoch: clients[k].epoch)) }
                 }
             } else {
                 metrics.count(.fanoutReceived)
@@ -1084,9 +1091,57 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             clients[k].reconnectAttempts += 1
             setPhase(k, .waitingToReconnect)
             metrics.count(.reconnectAttempts)
+            stormAttempt(k)
             loop.schedule(at: EventLoop.now() + UInt64(delay * 1e9), token: token(.reconnect, k, epoch: clients[k].epoch))
         } else {
+            if clients[k].storm.storm >= 0 && phase != .closing {
+                storms[Int(clients[k].storm.storm)].gaveUp += 1
+                clients[k].storm = StormClientTrack()
+            }
             setPhase(k, .ended)
+        }
+    }
+
+    func stormAttempt(_ k: Int) {
+        guard clients[k].storm.storm >= 0 else { return }
+        clients[k].storm.attempts += 1
+        let s = Int(clients[k].storm.storm)
+        storms[s].recordAttempt(sinceEventNs: EventLoop.now() &- stormAtNs[s])
+    }
+
+    func stormRecovered(_ k: Int) {
+        guard clients[k].storm.storm >= 0 else { return }
+        let s = Int(clients[k].storm.storm)
+        storms[s].recordRecovery(sinceEventNs: EventLoop.now() &- stormAtNs[s], attempts: Int(clients[k].storm.attempts))
+        clients[k].storm = StormClientTrack()
+    }
+
+    /// Storm `index`: `fraction` of the connected clients lose their connection now — an abrupt
+    /// reset, or a clean client-side close (Close message, then the transport) — and reconnect
+    /// by their policy (or resume, with stateful reconnect, after a reset).
+    public func storm(index: Int, atNs: UInt64, fraction: Double, mode: StormMode) {
+        if index >= 0 {
+            while storms.count <= index { storms.append(StormShard()); stormAtNs.append(atNs) }
+            stormAtNs[index] = atNs
+        }
+        for k in clients.indices where clients[k].phase == .connected && clients[k].mainState != .none {
+            guard random.unit() < fraction else { continue }
+            if index >= 0 {
+                storms[index].affected += 1
+                clients[k].storm = StormClientTrack()
+                clients[k].storm.storm = Int32(index)
+            }
+            switch mode {
+            case .reset:
+                loop.close(clients[k].main, reset: true)
+                mainLost(k, .reset)
+            case .close:
+                sendHub(k, numbered: false) { out in Codec.writeClose(into: out, error: nil, allowReconnect: false) }
+                if clients[k].transport == .webSockets { loop.closeAfterFlush(clients[k].main) } else { loop.close(clients[k].main) }
+                clients[k].mainState = .none
+                clients[k].main = ConnectionID(index: .max, generation: 0)
+                drop(k, reason: nil)
+            }
         }
     }
 
@@ -1382,11 +1437,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     /// Fault injection: abruptly resets the main connection of `fraction` of the connected
     /// clients, as a network blip would.
     public func dropConnections(fraction: Double) {
-        for k in clients.indices where clients[k].phase == .connected && clients[k].mainState != .none {
-            guard random.unit() < fraction else { continue }
-            loop.close(clients[k].main, reset: true)
-            mainLost(k, .reset)
-        }
+        storm(index: -1, atNs: EventLoop.now(), fraction: fraction, mode: .reset)
     }
 
     public func writable(_ id: ConnectionID, loop: EventLoop) {
