@@ -87,6 +87,7 @@ public final class AutobahnClient: WebSocketApplication, @unchecked Sendable {
     }
 
     public func webSocketWritable(client: Int) {}
+    public func webSocketPong(client: Int, payload: UnsafeRawBufferPointer) {}
 
     public func applicationTimer(token: UInt64, deadline: UInt64) {
         guard token == caseEpoch, case .runCase = step else { return }

@@ -288,6 +288,7 @@ public final class RunEngine {
                                              loadModel: scenario.loadModel, totalRate: scenario.message.ratePerSecond,
                                              thinkTimeNs: UInt64(scenario.thinkTimeSeconds * 1e9), messageSize: scenario.message.size, runTag: runTag)
                 plan.reconnect = scenario.reconnect
+                plan.heartbeat = scenario.heartbeat
                 workloads.append(ChatWorkload(ws: clients, plan: plan))
             case .hub(let address, let base):
                 let spec = scenario.hub ?? HubSpec()

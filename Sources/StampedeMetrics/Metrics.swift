@@ -21,6 +21,8 @@ public enum LatencyMetric: Int, CaseIterable, Sendable, Codable {
     case handshake
     /// Hub clients: stream invocation's intended send time → each StreamItem.
     case streamItem
+    /// Chat clients: WebSocket ping → its pong.
+    case pingRoundTrip
 
     /// Key used in summary.json and file names.
     public var key: String {
@@ -34,6 +36,7 @@ public enum LatencyMetric: Int, CaseIterable, Sendable, Codable {
         case .negotiate: "negotiate"
         case .handshake: "handshake"
         case .streamItem: "stream_item"
+        case .pingRoundTrip: "ping_round_trip"
         }
     }
 }
@@ -62,6 +65,10 @@ public enum Counter: Int, CaseIterable, Sendable, Codable {
     case bytesReceived
     /// Frames that were not ours to parse as chat messages (server text we could not read).
     case unparsedMessages
+    /// Chat clients: application heartbeats and WebSocket pings sent, and pongs received.
+    case heartbeatsSent
+    case pingsSent
+    case pongsReceived
     /// Hub clients: StreamItems received.
     case streamItems
     /// Hub clients: streams the client cancelled (CancelInvocation) after `cancel_after_items`.
@@ -95,6 +102,9 @@ public enum Counter: Int, CaseIterable, Sendable, Codable {
         case .bytesSent: "bytes_sent"
         case .bytesReceived: "bytes_received"
         case .unparsedMessages: "unparsed_messages"
+        case .heartbeatsSent: "heartbeats_sent"
+        case .pingsSent: "pings_sent"
+        case .pongsReceived: "pongs_received"
         case .streamItems: "stream_items"
         case .streamsCancelled: "streams_cancelled"
         case .clientResults: "client_results"

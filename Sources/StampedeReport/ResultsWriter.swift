@@ -310,7 +310,7 @@ extension LatencyMetric {
         switch self {
         case .roundTrip, .fanout, .streamItem: .corrected
         case .roundTripUncorrected, .fanoutUncorrected: .uncorrected
-        case .tcpConnect, .upgrade, .negotiate, .handshake: .notApplicable
+        case .tcpConnect, .upgrade, .negotiate, .handshake, .pingRoundTrip: .notApplicable
         }
     }
 
@@ -319,7 +319,7 @@ extension LatencyMetric {
         switch self {
         case .roundTrip: .roundTripUncorrected
         case .fanout: .fanoutUncorrected
-        case .roundTripUncorrected, .fanoutUncorrected, .tcpConnect, .upgrade, .negotiate, .handshake, .streamItem: nil
+        case .roundTripUncorrected, .fanoutUncorrected, .tcpConnect, .upgrade, .negotiate, .handshake, .streamItem, .pingRoundTrip: nil
         }
     }
 }

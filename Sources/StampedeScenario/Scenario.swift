@@ -38,6 +38,8 @@ public struct Scenario: Sendable, Equatable {
     public var events: [ScenarioEvent] = []
     /// Chat clients: what a client does when its connection drops (hub clients: `hub.reconnect`).
     public var reconnect: ReconnectSpec = .none
+    /// Chat clients: application heartbeats, WebSocket pings, and dead-server detection.
+    public var heartbeat: Heartbeat? = nil
 
     public struct Header: Sendable, Equatable {
         public var name: String
@@ -138,4 +140,20 @@ public enum StormMode: String, Sendable, Equatable, CaseIterable {
     case reset
     /// A clean close by the client (WebSocket close, SignalR Close), as in a client-side restart.
     case close
+}
+
+/// Keep-alive behaviour of chat clients (the SocketRocket app of workloads.md §4).
+public struct Heartbeat: Sendable, Equatable {
+    /// An application message (`text`) every this many seconds; nil = none.
+    public var intervalSeconds: Double?
+    public var text: String
+    /// A WebSocket ping every this many seconds (its pong's round trip is measured); nil = none.
+    public var pingIntervalSeconds: Double?
+    /// Nothing received for this long means the server is dead: the connection is dropped
+    /// (and the reconnect policy applies); nil = never.
+    public var timeoutSeconds: Double?
+    public init(intervalSeconds: Double? = nil, text: String = "heart", pingIntervalSeconds: Double? = nil, timeoutSeconds: Double? = nil) {
+        self.intervalSeconds = intervalSeconds; self.text = text; self.pingIntervalSeconds = pingIntervalSeconds
+        self.timeoutSeconds = timeoutSeconds
+    }
 }

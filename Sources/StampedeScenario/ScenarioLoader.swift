@@ -163,7 +163,7 @@ private enum Keys {
     static let topLevel = [
         "name", "target", "workload", "clients", "connect_rate", "duration", "message", "load_model", "think_time",
         "seed", "drain", "connect_timeout", "headers", "subprotocol", "max_message_size", "source_addresses", "hub",
-        "events", "reconnect",
+        "events", "reconnect", "heartbeat",
     ]
     static let message = ["rate", "size"]
     static let hub = [
@@ -366,6 +366,21 @@ private struct Reader {
                 throw error(at: node, field: "reconnect", "hub clients take their policy from 'hub.reconnect'")
             }
             scenario.reconnect = try reconnectSpec(node, field: "reconnect")
+        }
+        if let node = fields["heartbeat"] {
+            guard workload == .chat else {
+                throw error(at: node, field: "heartbeat", "hub clients use 'hub.keep_alive' and 'hub.server_timeout'")
+            }
+            guard case .mapping(let m) = node else {
+                throw error(at: node, field: "heartbeat", "expected {interval: 3m, text: heart, ping_interval: 20s, timeout: 60s}, got \(describe(node))")
+            }
+            let f = try Fields(m, path: "heartbeat", known: ["interval", "text", "ping_interval", "timeout"], reader: self)
+            var h = Heartbeat()
+            if let n = f["interval"] { h.intervalSeconds = try self.duration(n, field: "heartbeat.interval", allowZero: false) }
+            if let n = f["text"] { h.text = try string(n, field: "heartbeat.text", expecting: "the heartbeat text") }
+            if let n = f["ping_interval"] { h.pingIntervalSeconds = try self.duration(n, field: "heartbeat.ping_interval", allowZero: false) }
+            if let n = f["timeout"] { h.timeoutSeconds = try self.duration(n, field: "heartbeat.timeout", allowZero: false) }
+            scenario.heartbeat = h
         }
         if let node = fields["events"] {
             scenario.events = try eventList(node, duration: duration)

@@ -23,6 +23,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         public var runTag: String
         /// What a client does when its connection drops.
         public var reconnect: ReconnectSpec = .none
+        public var heartbeat: Heartbeat? = nil
 
         public init(totalClients: Int, globalIndices: [Int], connectRate: Double, loadModel: LoadModel, totalRate: Double,
                     thinkTimeNs: UInt64, messageSize: Int, runTag: String) {
@@ -34,7 +35,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
 
     public enum Phase: Sendable, Equatable { case idle, rampUp, messages, draining, closing }
 
-    enum TimerKind: UInt64 { case connect = 1, send = 2, reconnect = 3 }
+    enum TimerKind: UInt64 { case connect = 1, send = 2, reconnect = 3, heartbeatSweep = 4 }
 
     public let ws: WebSocketClients
     public let plan: Plan
@@ -58,6 +59,10 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     public private(set) var storms: [StormShard] = []
     var stormTrack: [StormClientTrack]
     var stormAtNs: [UInt64] = []
+    /// Last application heartbeat and ping per client.
+    var lastHeartbeatNs: [UInt64]
+    var lastPingNs: [UInt64]
+    lazy var heartbeatText: [UInt8] = Array((plan.heartbeat?.text ?? "heart").utf8)
     public private(set) var totalOutstanding: UInt64 = 0
 
     public init(ws: WebSocketClients, plan: Plan) {
@@ -78,6 +83,8 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         everOpened = Array(repeating: false, count: n)
         reconnectAttempts = Array(repeating: 0, count: n)
         sendEpoch = Array(repeating: 0, count: n)
+        lastHeartbeatNs = Array(repeating: 0, count: n)
+        lastPingNs = Array(repeating: 0, count: n)
         stormTrack = Array(repeating: StormClientTrack(), count: n)
         schedule = LoadSchedule(totalClients: plan.totalClients, connectRate: plan.connectRate, loadModel: plan.loadModel,
                                 totalRate: plan.totalRate, thinkTimeNs: plan.thinkTimeNs)
@@ -92,6 +99,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         for (k, g) in plan.globalIndices.enumerated() {
             ws.schedule(at: schedule.connectTime(start: startNs, globalIndex: g), applicationToken: token(.connect, k))
         }
+        if plan.heartbeat != nil { ws.schedule(at: startNs + 250_000_000, applicationToken: token(.heartbeatSweep, 0)) }
     }
 
     /// Starts sending. Open model: client g's messages are intended at
@@ -173,6 +181,9 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         case .connect:
             notYetStarted -= 1
             if phase == .rampUp { ws.connect(k) }
+        case .heartbeatSweep:
+            heartbeatSweep(now: EventLoop.now())
+            if phase != .closing { ws.schedule(at: deadline + 250_000_000, applicationToken: token) }
         case .reconnect:
             waitingToReconnect -= 1
             guard phase == .messages || phase == .draining || phase == .rampUp else { return }
@@ -202,8 +213,47 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         }
     }
 
+    /// Every 250 ms: application heartbeats and pings that are due, and dead-server detection
+    /// (nothing received for the timeout: drop the connection; the reconnect policy applies).
+    func heartbeatSweep(now: UInt64) {
+        guard let h = plan.heartbeat else { return }
+        let interval = h.intervalSeconds.map { UInt64($0 * 1e9) }
+        let pingInterval = h.pingIntervalSeconds.map { UInt64($0 * 1e9) }
+        let timeout = h.timeoutSeconds.map { UInt64($0 * 1e9) }
+        for k in plan.globalIndices.indices where ws.state(of: k) == .open {
+            if let timeout, now &- ws.lastReceivedNs(of: k) >= timeout, now > ws.lastReceivedNs(of: k) {
+                ws.metrics.error(.serverTimeout)
+                ws.abort(k, reset: false)
+                continue
+            }
+            if let interval, now &- lastHeartbeatNs[k] >= interval {
+                lastHeartbeatNs[k] = now
+                heartbeatText.withUnsafeBytes { ws.send(k, opcode: .text, payload: $0) }
+                ws.metrics.count(.heartbeatsSent)
+            }
+            if let pingInterval, now &- lastPingNs[k] >= pingInterval {
+                lastPingNs[k] = now
+                var stamp = now
+                withUnsafeBytes(of: &stamp) { ws.send(k, opcode: .ping, payload: $0) }
+                ws.metrics.count(.pingsSent)
+            }
+        }
+    }
+
+    public func webSocketPong(client k: Int, payload: UnsafeRawBufferPointer) {
+        ws.metrics.count(.pongsReceived)
+        // Our pings carry their send time; a pong with another payload (unsolicited) is only counted.
+        guard payload.count == 8 else { return }
+        let sent = payload.loadUnaligned(as: UInt64.self)
+        let now = EventLoop.now()
+        if sent <= now { ws.metrics.record(.pingRoundTrip, nanoseconds: now - sent) }
+    }
+
     public func webSocketOpened(client k: Int) {
         reconnectAttempts[k] = 0
+        let now = EventLoop.now()
+        lastHeartbeatNs[k] = now
+        lastPingNs[k] = now
         if everOpened[k] {
             ws.metrics.count(.reconnected)
             if stormTrack[k].storm >= 0 {

@@ -23,6 +23,8 @@ public protocol WebSocketApplication: AnyObject {
     func webSocketEnded(client: Int, end: WebSocketEnd)
     /// The client's write queue drained after backpressure.
     func webSocketWritable(client: Int)
+    /// A pong arrived (answering our ping).
+    func webSocketPong(client: Int, payload: UnsafeRawBufferPointer)
     func applicationTimer(token: UInt64, deadline: UInt64)
 }
 
@@ -72,6 +74,8 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
         var failure: ErrorClass? = nil
         /// Request path for this connection when it differs from the endpoint's.
         var path: String? = nil
+        /// When anything last arrived (dead-server detection).
+        var lastReceivedNs: UInt64 = 0
     }
 
     public let loop: EventLoop
@@ -97,6 +101,7 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
     }
 
     public func state(of client: Int) -> State { clients[client].state }
+    public func lastReceivedNs(of client: Int) -> UInt64 { clients[client].lastReceivedNs }
     public var clientCount: Int { clients.count }
 
     // MARK: Commands from the application
@@ -270,6 +275,7 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
     public func received(_ id: ConnectionID, buffer: UnsafeMutableRawBufferPointer, loop: EventLoop) -> Int {
         guard let c = client(for: id) else { return buffer.count }
         metrics.count(.bytesReceived, UInt64(buffer.count))
+        clients[c].lastReceivedNs = EventLoop.now()
         var offset = 0
         if clients[c].state == .upgrading {
             switch WebSocketHandshake.parseHead(UnsafeRawBufferPointer(buffer), isResponse: true) {
@@ -321,8 +327,8 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
             case .ping(let range):
                 // §5.5.2: answer with a pong carrying the same payload.
                 send(c, opcode: .pong, payload: UnsafeRawBufferPointer(rebasing: rest[range]))
-            case .pong:
-                break
+            case .pong(let range):
+                application.webSocketPong(client: c, payload: UnsafeRawBufferPointer(rebasing: rest[range]))
             case .close(let code, _):
                 clients[c].peerCloseCode = code
                 if !clients[c].closeSent {

@@ -771,3 +771,16 @@ func badTemplatesNameTheArgument(written: String, message: String) throws {
         }
     }
 }
+
+@Test func chatHeartbeatIsLoadedAndRefusedForHubs() throws {
+    let s = try ScenarioLoader.parse(yaml: """
+        target: embedded
+        clients: 1
+        duration: 1s
+        heartbeat: {interval: 3m, text: heart, ping_interval: 20s, timeout: 60s}
+        """, file: "h.yaml")
+    #expect(s.heartbeat == Heartbeat(intervalSeconds: 180, text: "heart", pingIntervalSeconds: 20, timeoutSeconds: 60))
+    #expect(throws: ScenarioError.self) {
+        try ScenarioLoader.parse(yaml: "workload: hub\ntarget: embedded\nclients: 1\nduration: 1s\nhub: {method: Echo}\nheartbeat: {interval: 1s}\n", file: "h.yaml")
+    }
+}
