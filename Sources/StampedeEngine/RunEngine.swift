@@ -289,6 +289,7 @@ public final class RunEngine {
                                              thinkTimeNs: UInt64(scenario.thinkTimeSeconds * 1e9), messageSize: scenario.message.size, runTag: runTag)
                 plan.reconnect = scenario.reconnect
                 plan.heartbeat = scenario.heartbeat
+                plan.whileDisconnected = scenario.whileDisconnected
                 workloads.append(ChatWorkload(ws: clients, plan: plan))
             case .hub(let address, let base):
                 let spec = scenario.hub ?? HubSpec()

@@ -128,12 +128,16 @@ public enum LossReason: Int, CaseIterable, Sendable, Codable {
     case timedOut
     /// The run was interrupted (Ctrl-C / SIGTERM) before the echo came back.
     case interrupted
+    /// Due while the client was reconnecting, and dropped (`while_disconnected: drop`), or
+    /// queued but never sent because the client did not get a connection back.
+    case droppedWhileDisconnected
 
     public var key: String {
         switch self {
         case .connectionClosed: "connection_closed"
         case .timedOut: "timed_out"
         case .interrupted: "interrupted"
+        case .droppedWhileDisconnected: "dropped_while_disconnected"
         }
     }
 }

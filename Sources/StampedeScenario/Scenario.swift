@@ -40,6 +40,9 @@ public struct Scenario: Sendable, Equatable {
     public var reconnect: ReconnectSpec = .none
     /// Chat clients: application heartbeats, WebSocket pings, and dead-server detection.
     public var heartbeat: Heartbeat? = nil
+    /// Chat clients (open model): what happens to messages that fall due while a client is
+    /// reconnecting.
+    public var whileDisconnected: DisconnectedSends = .drop
 
     public struct Header: Sendable, Equatable {
         public var name: String
@@ -156,4 +159,12 @@ public struct Heartbeat: Sendable, Equatable {
         self.intervalSeconds = intervalSeconds; self.text = text; self.pingIntervalSeconds = pingIntervalSeconds
         self.timeoutSeconds = timeoutSeconds
     }
+}
+
+/// Messages that fall due while a client is reconnecting.
+public enum DisconnectedSends: String, Sendable, Equatable, CaseIterable {
+    /// Counted as sent and lost (`dropped_while_disconnected`), as an app that does not queue.
+    case drop
+    /// Kept and sent after the reconnect, with latency counted from their intended times.
+    case queue
 }

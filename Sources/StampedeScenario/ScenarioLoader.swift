@@ -163,7 +163,7 @@ private enum Keys {
     static let topLevel = [
         "name", "target", "workload", "clients", "connect_rate", "duration", "message", "load_model", "think_time",
         "seed", "drain", "connect_timeout", "headers", "subprotocol", "max_message_size", "source_addresses", "hub",
-        "events", "reconnect", "heartbeat",
+        "events", "reconnect", "heartbeat", "while_disconnected",
     ]
     static let message = ["rate", "size"]
     static let hub = [
@@ -366,6 +366,12 @@ private struct Reader {
                 throw error(at: node, field: "reconnect", "hub clients take their policy from 'hub.reconnect'")
             }
             scenario.reconnect = try reconnectSpec(node, field: "reconnect")
+        }
+        if let node = fields["while_disconnected"] {
+            guard workload == .chat else {
+                throw error(at: node, field: "while_disconnected", "only chat clients queue or drop messages while reconnecting")
+            }
+            scenario.whileDisconnected = try choice(node, field: "while_disconnected")
         }
         if let node = fields["heartbeat"] {
             guard workload == .chat else {

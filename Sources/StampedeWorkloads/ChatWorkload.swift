@@ -24,6 +24,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         /// What a client does when its connection drops.
         public var reconnect: ReconnectSpec = .none
         public var heartbeat: Heartbeat? = nil
+        public var whileDisconnected: DisconnectedSends = .drop
 
         public init(totalClients: Int, globalIndices: [Int], connectRate: Double, loadModel: LoadModel, totalRate: Double,
                     thinkTimeNs: UInt64, messageSize: Int, runTag: String) {
@@ -56,6 +57,8 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     var reconnectAttempts: [Int]
     var sendEpoch: [UInt16]
     var waitingToReconnect = 0
+    /// Clients between losing their connection and getting it back (their send chain goes on).
+    var reconnecting: [Bool]
     public private(set) var storms: [StormShard] = []
     var stormTrack: [StormClientTrack]
     var stormAtNs: [UInt64] = []
@@ -83,6 +86,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         everOpened = Array(repeating: false, count: n)
         reconnectAttempts = Array(repeating: 0, count: n)
         sendEpoch = Array(repeating: 0, count: n)
+        reconnecting = Array(repeating: false, count: n)
         lastHeartbeatNs = Array(repeating: 0, count: n)
         lastPingNs = Array(repeating: 0, count: n)
         stormTrack = Array(repeating: StormClientTrack(), count: n)
@@ -120,8 +124,19 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     }
 
     /// Counts what is still outstanding as lost for `reason`, then closes every connection cleanly.
+    /// Counts the messages that fell due and were never sent as sent and lost.
+    func dropDue(_ k: Int) {
+        // Open model only: the closed model has nothing due (it sends after each reply).
+        guard plan.loadModel == .open, dueSequence[k] > nextSequence[k] else { return }
+        let n = dueSequence[k] - nextSequence[k]
+        ws.metrics.count(.messagesSent, UInt64(n))
+        ws.metrics.lose(.droppedWhileDisconnected, UInt64(n))
+        nextSequence[k] = dueSequence[k]
+    }
+
     public func closeAll(lostReason: LossReason) {
         phase = .closing
+        for k in plan.globalIndices.indices { dropDue(k) }
         for k in outstanding.indices where outstanding[k] > 0 {
             ws.metrics.lose(lostReason, UInt64(outstanding[k]))
             totalOutstanding -= UInt64(outstanding[k])
@@ -195,7 +210,17 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
             }
             ws.connect(k)
         case .send:
-            guard phase == .messages, ws.state(of: k) == .open, sendEpoch[k] == epoch else { return }
+            guard phase == .messages, sendEpoch[k] == epoch else { return }
+            if ws.state(of: k) != .open {
+                // Open model: messages keep falling due while the client reconnects (§4 of the
+                // reconnect issue): dropped and counted, or queued for after the reconnect.
+                guard reconnecting[k], plan.loadModel == .open else { return }
+                dueSequence[k] += 1
+                if plan.whileDisconnected == .drop { dropDue(k) }
+                let next = deadline + schedule.intervalNs
+                if schedule.isInPhase(next) { ws.schedule(at: next, applicationToken: token) }
+                return
+            }
             switch plan.loadModel {
             case .open:
                 dueSequence[k] += 1
@@ -261,7 +286,14 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
                 storms[s].recordRecovery(sinceEventNs: EventLoop.now() &- stormAtNs[s], attempts: Int(stormTrack[k].attempts))
                 stormTrack[k] = StormClientTrack()
             }
-            rejoinSchedule(k)
+            if reconnecting[k] && plan.loadModel == .open {
+                // The send chain went on during the gap; queued messages go now, each with its intended time.
+                reconnecting[k] = false
+                if phase == .messages { sendDue(k) }
+            } else {
+                reconnecting[k] = false
+                rejoinSchedule(k)
+            }
         }
         everOpened[k] = true
     }
@@ -320,10 +352,15 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         if let delay = reconnectPolicy.nextDelay(previousAttempts: reconnectAttempts[k], unitRandom: ws.random.unit()) {
             reconnectAttempts[k] += 1
             waitingToReconnect += 1
+            reconnecting[k] = true
             ws.schedule(at: EventLoop.now() + UInt64(delay * 1e9), applicationToken: token(.reconnect, k))
-        } else if stormTrack[k].storm >= 0 {
-            storms[Int(stormTrack[k].storm)].gaveUp += 1
-            stormTrack[k] = StormClientTrack()
+        } else {
+            reconnecting[k] = false
+            dropDue(k)  // queued messages that will never get a connection
+            if stormTrack[k].storm >= 0 {
+                storms[Int(stormTrack[k].storm)].gaveUp += 1
+                stormTrack[k] = StormClientTrack()
+            }
         }
     }
 

@@ -53,3 +53,35 @@ struct StormTests {
         #expect(o.summary.messages.accountingClosed)
     }
 }
+
+/// Messages that fall due while clients reconnect are either dropped and counted, or queued and
+/// sent after the reconnect (their latency counted from the intended time); the accounting
+/// closes either way.
+@Suite(.serialized)
+struct DisconnectedSendsTests {
+    func stormScenario(_ mode: DisconnectedSends) -> Scenario {
+        var s = chatScenario(name: "disconnected-\(mode.rawValue)", clients: 10, duration: 2, rate: 40)
+        s.reconnect = .delays([0.6])
+        s.whileDisconnected = mode
+        s.events = [ScenarioEvent(atSeconds: 0.5, kind: .storm(fraction: 1, mode: .reset))]
+        return s
+    }
+
+    @Test func droppedMessagesAreCountedLostWithTheirReason() throws {
+        let o = try run(stormScenario(.drop))
+        let m = o.summary.messages
+        #expect(m.accountingClosed)
+        #expect(m.lostByReason["dropped_while_disconnected"]! >= 10)
+        #expect(o.summary.storms.first?.recovered == 10)
+    }
+
+    @Test func queuedMessagesAreSentAfterTheReconnectAndDelivered() throws {
+        let o = try run(stormScenario(.queue))
+        let m = o.summary.messages
+        #expect(m.accountingClosed)
+        #expect(m.lostByReason["dropped_while_disconnected"] == 0)
+        #expect(m.delivered + m.lostByReason["connection_closed"]! == m.sent)
+        // The queued messages waited out the gap: their corrected latency shows it.
+        #expect(try #require(o.summary.latencyMicros["round_trip"]).max >= 300_000)
+    }
+}

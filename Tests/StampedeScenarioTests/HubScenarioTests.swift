@@ -784,3 +784,11 @@ func badTemplatesNameTheArgument(written: String, message: String) throws {
         try ScenarioLoader.parse(yaml: "workload: hub\ntarget: embedded\nclients: 1\nduration: 1s\nhub: {method: Echo}\nheartbeat: {interval: 1s}\n", file: "h.yaml")
     }
 }
+
+@Test func whileDisconnectedIsLoaded() throws {
+    let s = try ScenarioLoader.parse(yaml: "target: embedded\nclients: 1\nduration: 1s\nwhile_disconnected: queue\n", file: "w.yaml")
+    #expect(s.whileDisconnected == .queue)
+    #expect(throws: ScenarioError.self) {
+        try ScenarioLoader.parse(yaml: "target: embedded\nclients: 1\nduration: 1s\nwhile_disconnected: buffer\n", file: "w.yaml")
+    }
+}
