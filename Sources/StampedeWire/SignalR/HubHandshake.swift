@@ -48,50 +48,20 @@ public enum HubHandshake {
     public static func parseResponse(_ buffer: UnsafeRawBufferPointer) -> Response {
         guard let n = JSONHubProtocol.recordLength(buffer) else { return .needMore }
         let b = buffer
-        let end = n - 1
-        var i = 0
-        HubJSONScanner.skipWhitespace(b, &i, end)
-        guard i < end, b[i] == 0x7B else { return .invalid }
-        i += 1
-        HubJSONScanner.skipWhitespace(b, &i, end)
-        guard i < end else { return .invalid }
         var error: Range<Int>? = nil
-        if b[i] == 0x7D {
-            i += 1
-        } else {
-            while true {
-                let keyStart = i + 1
-                var escaped = false
-                guard HubJSONScanner.scanString(b, &i, end, hasEscape: &escaped) else { return .invalid }
-                let key = keyStart..<(i - 1)
-                HubJSONScanner.skipWhitespace(b, &i, end)
-                guard i < end, b[i] == 0x3A else { return .invalid }
-                i += 1
-                HubJSONScanner.skipWhitespace(b, &i, end)
-                let valueStart = i
-                guard let kind = HubJSONScanner.scanValue(b, &i, end, depth: 1) else { return .invalid }
-                if HubJSONScanner.contentsEqual(b, key, hasEscape: escaped, "type") { return .invalid }
-                if HubJSONScanner.contentsEqual(b, key, hasEscape: escaped, "error") {
-                    switch kind {
-                    case .string: error = (valueStart + 1)..<(i - 1)
-                    case .null: error = nil
-                    default: return .invalid
-                    }
+        // An object with a `type` is a hub message, not a handshake response (§3).
+        let valid = HubJSONScanner.scanObject(b, from: 0, to: n - 1) { key, escaped, value, kind in
+            if HubJSONScanner.contentsEqual(b, key, hasEscape: escaped, "type") { return false }
+            if HubJSONScanner.contentsEqual(b, key, hasEscape: escaped, "error") {
+                switch kind {
+                case .string: error = (value.lowerBound + 1)..<(value.upperBound - 1)
+                case .null: error = nil
+                default: return false
                 }
-                HubJSONScanner.skipWhitespace(b, &i, end)
-                guard i < end else { return .invalid }
-                if b[i] == 0x2C {
-                    i += 1
-                    HubJSONScanner.skipWhitespace(b, &i, end)
-                    continue
-                }
-                guard b[i] == 0x7D else { return .invalid }
-                i += 1
-                break
             }
+            return true
         }
-        HubJSONScanner.skipWhitespace(b, &i, end)
-        guard i == end else { return .invalid }
+        guard valid else { return .invalid }
         if let error { return .error(error) }
         return .success(consumed: n)
     }

@@ -120,6 +120,48 @@ enum HubJSONScanner {
     /// Validates one complete value starting at `i` (no leading whitespace) and moves `i` past
     /// it. `depth` is the nesting already around the value: its own containers may use the rest
     /// of the 64 levels. Returns the kind of the value, or nil if it is not valid JSON.
+    /// Scans one JSON object that fills `b[i..<end]` (surrounding whitespace allowed), calling
+    /// `member(key, keyHasEscapes, value, kind)` for each member in order. Returns false when the
+    /// text is not exactly one valid object, or when `member` returns false. The handshake
+    /// response and every hub message are such an object.
+    static func scanObject(_ b: UnsafeRawBufferPointer, from start: Int, to end: Int,
+                           member: (Range<Int>, Bool, Range<Int>, HubJSONKind) -> Bool) -> Bool {
+        var i = start
+        skipWhitespace(b, &i, end)
+        guard i < end, b[i] == 0x7B else { return false }
+        i += 1
+        skipWhitespace(b, &i, end)
+        guard i < end else { return false }
+        if b[i] == 0x7D {
+            i += 1
+        } else {
+            while true {
+                let keyStart = i + 1
+                var escaped = false
+                guard scanString(b, &i, end, hasEscape: &escaped) else { return false }
+                let key = keyStart..<(i - 1)
+                skipWhitespace(b, &i, end)
+                guard i < end, b[i] == 0x3A else { return false }
+                i += 1
+                skipWhitespace(b, &i, end)
+                let valueStart = i
+                guard let kind = scanValue(b, &i, end, depth: 1), member(key, escaped, valueStart..<i, kind) else { return false }
+                skipWhitespace(b, &i, end)
+                guard i < end else { return false }
+                if b[i] == 0x2C {
+                    i += 1
+                    skipWhitespace(b, &i, end)
+                    continue
+                }
+                guard b[i] == 0x7D else { return false }
+                i += 1
+                break
+            }
+        }
+        skipWhitespace(b, &i, end)
+        return i == end
+    }
+
     static func scanValue(_ b: UnsafeRawBufferPointer, _ i: inout Int, _ end: Int, depth outer: Int) -> HubJSONKind? {
         var p = i
         var depth = 0

@@ -79,38 +79,11 @@ public enum JSONHubProtocol: HubProtocolCodec {
             throw i == end ? .notAnObject : .invalidJSON
         }
         var fields = Fields()
-        i += 1
-        HubJSONScanner.skipWhitespace(b, &i, end)
-        guard i < end else { throw .invalidJSON }
-        if b[i] == 0x7D {
-            i += 1
-        } else {
-            while true {
-                let keyStart = i + 1
-                var escaped = false
-                guard HubJSONScanner.scanString(b, &i, end, hasEscape: &escaped) else { throw .invalidJSON }
-                let key = keyStart..<(i - 1)
-                HubJSONScanner.skipWhitespace(b, &i, end)
-                guard i < end, b[i] == 0x3A else { throw .invalidJSON }
-                i += 1
-                HubJSONScanner.skipWhitespace(b, &i, end)
-                let valueStart = i
-                guard let kind = HubJSONScanner.scanValue(b, &i, end, depth: 1) else { throw .invalidJSON }
-                fields.assign(b, key: key, escaped: escaped, Field(range: valueStart..<i, kind: kind))
-                HubJSONScanner.skipWhitespace(b, &i, end)
-                guard i < end else { throw .invalidJSON }
-                if b[i] == 0x2C {
-                    i += 1
-                    HubJSONScanner.skipWhitespace(b, &i, end)
-                    continue
-                }
-                guard b[i] == 0x7D else { throw .invalidJSON }
-                i += 1
-                break
-            }
+        let valid = HubJSONScanner.scanObject(b, from: 0, to: end) { key, escaped, value, kind in
+            fields.assign(b, key: key, escaped: escaped, Field(range: value, kind: kind))
+            return true
         }
-        HubJSONScanner.skipWhitespace(b, &i, end)
-        guard i == end else { throw .invalidJSON }
+        guard valid else { throw .invalidJSON }
         return try fields.message(b)
     }
 
