@@ -141,6 +141,7 @@ public final class RunEngine {
             for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.beginMessages(startNs: t0, endNs: t1) } }
             var drops = options.connectionDrops.sorted { $0.atSeconds < $1.atSeconds }
             var events = Array(scenario.events.enumerated())
+            messageStartNs = t0
             while EventLoop.now() < t1 {
                 _ = tick()
                 if let next = drops.first, EventLoop.now() >= t0 + UInt64(next.atSeconds * 1e9) {
@@ -149,14 +150,9 @@ public final class RunEngine {
                 }
                 while let (index, event) = events.first, EventLoop.now() >= t0 + UInt64(event.atSeconds * 1e9) {
                     events.removeFirst()
-                    // Every loop drops its share at the event's own instant, so recovery times share one origin.
-                    let at = t0 + UInt64(event.atSeconds * 1e9)
-                    if case .storm(let fraction, let mode) = event.kind {
-                        for (i, w) in workloads.enumerated() {
-                            loops[i].execute { _ in w.storm(index: index, atNs: at, fraction: fraction, mode: mode) }
-                        }
-                    }
+                    start(event, index: index, atNs: t0 + UInt64(event.atSeconds * 1e9))
                 }
+                runChurn(until: t1)
                 if options.interrupt.isRaised { partialReason = "interrupted during the message phase"; break }
             }
             messageSeconds = seconds(min(EventLoop.now(), t1) - t0)
@@ -192,12 +188,14 @@ public final class RunEngine {
         _ = collectInterval(final: true)
         progress.finish()
         let storms = collectStorms()
+        // A command still running is waited for briefly; its outcome says whether it finished.
+        for run in commandRuns.values where run.finished == nil { _ = run.wait(seconds: 2) }
 
         totals.counters[Counter.fanoutExpected.rawValue] = expectsFanout ? totals[.messagesSent] * UInt64(max(0, openAtStart - 1)) : 0
         let processCPU = Double(cs_process_cpu_ns() - cpuAtStart) / 1e9
         let clientCPU = Double(clientLoopCPUNs) / 1e9
         let saturated = warnings.contains { $0.hasPrefix("generator") }
-        let record = RunRecord(
+        var record = RunRecord(
             scenario: scenario, startedAt: startedAt, endedAt: Date(), partial: partialReason != nil || fatal != nil,
             partialReason: partialReason ?? (fatal != nil ? "the run failed" : nil), fatalError: fatal, totals: totals, intervals: intervals,
             environment: environment(loops: loopCount), peakOpenConnections: peakOpen, openConnectionsAtEnd: openAtEnd,
@@ -206,6 +204,9 @@ public final class RunEngine {
                                        maxTimerLagMicros: maxTimerLagNs / 1000, saturated: saturated, warnings: warnings,
                                        residentBytesBeforeConnect: rssBeforeConnect, residentBytesConnected: rssConnected,
                                        peakResidentBytes: peakRSS), storms: storms)
+        record.generator.peakProcessCPUPercent = peakProcessCPUPercent
+        record.generator.peakClientLoopCPUPercent = peakLoopCPUPercent
+        record.baselineConnectPhase = baselineWindow
         var outcome = RunOutcome(record: record, summary: ResultsWriter.summary(of: record), resultsFolder: nil, writeError: nil,
                                  exitCode: fatal != nil ? 1 : partialReason != nil ? 130 : 0)
         do {
@@ -377,10 +378,32 @@ public final class RunEngine {
             lag = max(lag, d.timerLagNs)
             cpuSeen[i] = d.cpuNs
         }
-        clientLoopCPUNs = cpuSeen.values.reduce(0, +)
+        let loopCPUNs = cpuSeen.values.reduce(0, +)
+        let processCPUNs = cs_process_cpu_ns()
+        let wall = Double(now - lastIntervalNs)
+        var processPercent = 0.0, loopPercent = 0.0
+        if wall >= 0.5e9 && lastProcessCPUNs > 0 {
+            processPercent = Double(processCPUNs &- lastProcessCPUNs) / wall * 100
+            loopPercent = Double(loopCPUNs &- clientLoopCPUNs) / wall * 100
+            peakProcessCPUPercent = max(peakProcessCPUPercent, processPercent)
+            peakLoopCPUPercent = max(peakLoopCPUPercent, loopPercent)
+        }
+        lastProcessCPUNs = processCPUNs
+        clientLoopCPUNs = loopCPUNs
         totals.add(merged)
+        let rssNow = residentBytes()
+        // The interval belongs to the window of the latest event before it (or to the baseline).
+        if let current = currentWindow {
+            windows[current, default: EventWindow()].add(connectPhaseOf: merged)
+            windows[current]!.messagesLost += merged[.messagesLost]
+            windows[current]!.peakProcessCPUPercent = max(windows[current]!.peakProcessCPUPercent, processPercent)
+            windows[current]!.peakClientLoopCPUPercent = max(windows[current]!.peakClientLoopCPUPercent, loopPercent)
+            windows[current]!.peakResidentBytes = max(windows[current]!.peakResidentBytes, rssNow)
+        } else {
+            baselineWindow.add(connectPhaseOf: merged)
+        }
         peakOpen = max(peakOpen, open)
-        peakRSS = max(peakRSS, residentBytes())
+        peakRSS = max(peakRSS, rssNow)
         let elapsed = seconds(now - runStartNs)
         if phase == "messages" || phase == "drain" {
             maxTimerLagNs = max(maxTimerLagNs, lag)
@@ -410,6 +433,17 @@ public final class RunEngine {
     }
     var cpuSeen: [Int: UInt64] = [:]
     var peakRSS: UInt64 = 0
+    var lastProcessCPUNs: UInt64 = 0
+    var peakProcessCPUPercent = 0.0
+    var peakLoopCPUPercent = 0.0
+    /// Measurements per event window (by event index) and before any event.
+    var windows: [Int: EventWindow] = [:]
+    var baselineWindow = EventWindow()
+    var currentWindow: Int? = nil
+    var messageStartNs: UInt64 = 0
+    var commandRuns: [Int: ExternalCommandRun] = [:]
+    var faultErrors: [Int: String] = [:]
+    var activeChurns: [ChurnState] = []
 
     /// This process's resident memory (/proc/self/statm), bytes; 0 if unreadable.
     func residentBytes() -> UInt64 {
@@ -430,10 +464,75 @@ public final class RunEngine {
             }
         }
         return scenario.events.enumerated().compactMap { index, event in
-            guard case .storm(let fraction, let mode) = event.kind else { return nil }
-            return StormRecord(number: index + 1, atSeconds: event.atSeconds, fraction: fraction, mode: mode,
-                               shard: index < merged.count ? merged[index] : StormShard())
+            guard event.measuresRecovery else { return nil }
+            var fraction: Double? = nil
+            if case .storm(let f, _, _) = event.kind { fraction = f }
+            return StormRecord(number: index + 1, atSeconds: event.atSeconds, kind: event.kindName, mode: event.detail, fraction: fraction,
+                               shard: index < merged.count ? merged[index] : StormShard(), window: windows[index] ?? EventWindow(),
+                               command: commandRuns[index]?.finished, faultError: faultErrors[index])
         }
+    }
+
+    // MARK: Events
+
+    /// Starts event `index` at its own instant `atNs` on every loop, so recovery times share one origin.
+    func start(_ event: ScenarioEvent, index: Int, atNs: UInt64) {
+        if event.measuresRecovery {
+            _ = collectInterval(final: false)  // what came before belongs to the previous window
+            currentWindow = index
+        }
+        switch event.kind {
+        case .storm(let fraction, let mode, let stall):
+            let stallNs = UInt64(stall * 1e9)
+            for (i, w) in workloads.enumerated() {
+                loops[i].execute { _ in w.storm(index: index, atNs: atNs, fraction: fraction, mode: mode, stallNs: stallNs) }
+            }
+        case .server(let fault):
+            for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.watch(index: index, atNs: atNs) } }
+            if let problem = applyServerFault(fault) {
+                faultErrors[index] = problem
+                warnings.append("event \(index + 1) (server \(fault)): \(problem)")
+            }
+        case .command(let command):
+            for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.watch(index: index, atNs: atNs) } }
+            let folder = scenario.file.isEmpty ? "" : URL(fileURLWithPath: scenario.file).deletingLastPathComponent().path
+            commandRuns[index] = ExternalCommandRun(number: index + 1, command: command, workingDirectory: folder)
+        case .churn(let rate, let length):
+            activeChurns.append(ChurnState(ratePerSecond: rate, endNs: atNs + UInt64(length * 1e9), lastNs: atNs))
+        }
+    }
+
+    /// A churn event under way: clients due to leave and rejoin are handed out to the loops once
+    /// per tick, the fraction carried over.
+    struct ChurnState {
+        var ratePerSecond: Double
+        var endNs: UInt64
+        var lastNs: UInt64
+        var carry = 0.0
+        var rotation = 0
+    }
+
+    func runChurn(until phaseEndNs: UInt64) {
+        guard !activeChurns.isEmpty else { return }
+        let now = EventLoop.now()
+        for c in activeChurns.indices {
+            let until = min(now, activeChurns[c].endNs, phaseEndNs)
+            guard until > activeChurns[c].lastNs else { continue }
+            activeChurns[c].carry += activeChurns[c].ratePerSecond * Double(until - activeChurns[c].lastNs) / 1e9
+            activeChurns[c].lastNs = until
+            let due = Int(activeChurns[c].carry)
+            guard due > 0 else { continue }
+            activeChurns[c].carry -= Double(due)
+            let n = workloads.count
+            for j in 0..<n {
+                let i = (j + activeChurns[c].rotation) % n
+                let share = due / n + (j < due % n ? 1 : 0)
+                guard share > 0 else { continue }
+                loops[i].execute { [w = workloads[i]] _ in w.churn(count: share) }
+            }
+            activeChurns[c].rotation += 1
+        }
+        activeChurns.removeAll { $0.lastNs >= $0.endNs }
     }
 
     func currentOpen() -> Int {

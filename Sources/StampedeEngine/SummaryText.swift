@@ -28,11 +28,30 @@ public enum SummaryText {
         if !s.upgradeStatuses.isEmpty {
             out.append("  HTTP statuses  " + s.upgradeStatuses.sorted { $0.key < $1.key }.map { "\($0.key) × \($0.value)" }.joined(separator: ", "))
         }
-        out.append(String(format: "  generator    cpu %.2fs (client loops %.2fs)  max timer lag %@", s.generator.processCPUSeconds, s.generator.clientLoopCPUSeconds, formatMicros(s.generator.maxTimerLagMicros) as NSString))
+        for e in s.storms {
+            func ms(_ key: String) -> String { (e.recoveryMs[key] ?? nil).map { formatMicros(UInt64($0 * 1000)) } ?? "never" }
+            var line = "  event \(e.number)      \(e.kind ?? "storm") \(e.mode) at \(formatSeconds(e.atSeconds)): affected \(e.affected), recovered \(e.recovered)"
+            if e.gaveUp > 0 { line += ", gave up \(e.gaveUp)" }
+            if e.affected > 0 { line += "; back in p50 \(ms("p50"))  p99 \(ms("p99"))  p100 \(ms("p100"))" }
+            out.append(line)
+            if let c = e.command {
+                let how = c.launchError ?? (c.timedOut ? "timed out" : c.exitStatus.map { "exit \($0)" } ?? "signal \(c.signal ?? 0)")
+                out.append("               command \(how) after \(formatSeconds(c.durationSeconds)) (output in \(c.outputFile))")
+            }
+            if let problem = e.faultError { out.append("               fault not applied: \(problem)") }
+        }
+        if s.counters["churn_left", default: 0] > 0 {
+            out.append("  churn        left \(s.counters["churn_left", default: 0])  joined \(s.counters["churn_joined", default: 0])")
+        }
+        var peak = ""
+        if let p = s.generator.peakCPUPercent, p > 0 { peak = String(format: "  peak %.0f%% of a core", p) }
+        out.append(String(format: "  generator    cpu %.2fs (client loops %.2fs)%@  max timer lag %@", s.generator.processCPUSeconds, s.generator.clientLoopCPUSeconds, peak as NSString, formatMicros(s.generator.maxTimerLagMicros) as NSString))
         for w in s.generator.warnings.prefix(5) { out.append("  warning: \(w)") }
         return out.joined(separator: "\n")
     }
 }
+
+func formatSeconds(_ s: Double) -> String { s < 10 ? String(format: "%.2fs", s) : String(format: "%.1fs", s) }
 
 extension String {
     func leftPadded(_ n: Int) -> String { count >= n ? self : String(repeating: " ", count: n - count) + self }

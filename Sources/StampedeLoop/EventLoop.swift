@@ -119,6 +119,8 @@ public final class EventLoop: @unchecked Sendable {
         var backedUp = false
         var closeWhenFlushed = false
         var shutdownWhenFlushed = false
+        /// Out of epoll while its owner has stopped reading (a simulated stall).
+        var readPaused = false
         enum State { case free, connecting, stream, listener }
     }
 
@@ -332,6 +334,7 @@ public final class EventLoop: @unchecked Sendable {
         s.backedUp = false
         s.closeWhenFlushed = false
         s.shutdownWhenFlushed = false
+        s.readPaused = false
         // `dirty` stays set if queued; flushDirty skips free slots and clears it.
         slots[index] = s
         freeSlots.append(UInt32(index))
@@ -492,6 +495,27 @@ public final class EventLoop: @unchecked Sendable {
         if !slots[i].dirty { slots[i].dirty = true; dirtySlots.append(UInt32(i)) }
     }
 
+    /// Stops (or resumes) reading a connection, as a frozen client would: it leaves epoll
+    /// altogether, because hang-up and error events are reported even with an empty interest
+    /// mask and would spin a level-triggered loop. Queued output is still sent when the loop
+    /// flushes; a peer that gives up is noticed on the next write or after resuming.
+    public func pauseReading(_ id: ConnectionID, _ paused: Bool) {
+        guard let i = slotIndex(id), slots[i].state == .stream, slots[i].readPaused != paused else { return }
+        slots[i].readPaused = paused
+        if paused {
+            _ = cs_epoll_ctl(epfd, EPOLL_CTL_DEL, slots[i].fd, 0, id.packed)
+        } else {
+            let out: UInt32 = slots[i].pollingOut ? EPOLLOUT.rawValue : 0
+            _ = cs_epoll_ctl(epfd, EPOLL_CTL_ADD, slots[i].fd, EPOLLIN.rawValue | EPOLLRDHUP.rawValue | out, id.packed)
+        }
+    }
+
+    /// Whether `pauseReading` has taken the connection out of epoll.
+    public func isReadingPaused(_ id: ConnectionID) -> Bool {
+        guard let i = slotIndex(id) else { return false }
+        return slots[i].readPaused
+    }
+
     func closeAll() {
         for i in slots.indices where slots[i].state != .free {
             Glibc.close(slots[i].fd)
@@ -625,7 +649,9 @@ public final class EventLoop: @unchecked Sendable {
                     }
                     if !slots[i].pollingOut {
                         slots[i].pollingOut = true
-                        _ = cs_epoll_ctl(epfd, EPOLL_CTL_MOD, fd, EPOLLIN.rawValue | EPOLLOUT.rawValue | EPOLLRDHUP.rawValue, id.packed)
+                        if !slots[i].readPaused {
+                            _ = cs_epoll_ctl(epfd, EPOLL_CTL_MOD, fd, EPOLLIN.rawValue | EPOLLOUT.rawValue | EPOLLRDHUP.rawValue, id.packed)
+                        }
                     }
                     return
                 case .failed(let e):
@@ -637,7 +663,9 @@ public final class EventLoop: @unchecked Sendable {
         }
         if slots[i].pollingOut {
             slots[i].pollingOut = false
-            _ = cs_epoll_ctl(epfd, EPOLL_CTL_MOD, slots[i].fd, EPOLLIN.rawValue | EPOLLRDHUP.rawValue, id.packed)
+            if !slots[i].readPaused {
+                _ = cs_epoll_ctl(epfd, EPOLL_CTL_MOD, slots[i].fd, EPOLLIN.rawValue | EPOLLRDHUP.rawValue, id.packed)
+            }
         }
         if slots[i].closeWhenFlushed {
             Glibc.close(slots[i].fd)

@@ -85,6 +85,9 @@ public enum Counter: Int, CaseIterable, Sendable, Codable {
     case sentWebSockets
     case sentServerSentEvents
     case sentLongPolling
+    /// Churn events: clients that left (a clean close), and new clients that joined in their place.
+    case churnLeft
+    case churnJoined
 
     public var key: String {
         switch self {
@@ -116,6 +119,8 @@ public enum Counter: Int, CaseIterable, Sendable, Codable {
         case .sentWebSockets: "sent_websockets"
         case .sentServerSentEvents: "sent_server_sent_events"
         case .sentLongPolling: "sent_long_polling"
+        case .churnLeft: "churn_left"
+        case .churnJoined: "churn_joined"
         }
     }
 }

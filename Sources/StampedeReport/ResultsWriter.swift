@@ -27,6 +27,9 @@ public enum ResultsWriter {
         try AtomicFile.write(Data(timeseriesCSV(record.intervals).utf8), to: folder.appendingPathComponent(timeseriesFileName))
         for storm in record.storms {
             try AtomicFile.write(Data(stormCSV(storm).utf8), to: folder.appendingPathComponent(stormFileName(storm.number)))
+            if let command = storm.command {
+                try AtomicFile.write(Data(command.output.utf8), to: folder.appendingPathComponent(commandLogFileName(storm.number)))
+            }
         }
         try AtomicFile.write(try summary.jsonData(), to: folder.appendingPathComponent(summaryFileName))
         AtomicFile.syncDirectory(folder)
@@ -104,11 +107,12 @@ public enum ResultsWriter {
                 cpuMicrosPerDeliveredMessage: cpuPerMessage, maxTimerLagMicros: g.maxTimerLagMicros,
                 saturated: g.saturated, warnings: g.warnings, rssBeforeConnectBytes: g.residentBytesBeforeConnect,
                 rssConnectedBytes: g.residentBytesConnected, rssPeakBytes: g.peakResidentBytes,
-                rssPerConnectionBytes: rssPerConnection(record)),
-            files: fileNames(for: t) + record.storms.map { stormFileName($0.number) },
+                rssPerConnectionBytes: rssPerConnection(record), peakCPUPercent: rounded(g.peakProcessCPUPercent),
+                peakClientLoopCPUPercent: rounded(g.peakClientLoopCPUPercent)),
+            files: fileNames(for: t) + record.storms.flatMap { [stormFileName($0.number)] + ($0.command != nil ? [commandLogFileName($0.number)] : []) },
             counters: Dictionary(uniqueKeysWithValues: Counter.allCases.map { ($0.key, t[$0]) }),
             hubErrors: t.hubErrorMessages,
-            storms: record.storms.map(stormSummary))
+            storms: record.storms.map { stormSummary($0, baseline: record.baselineConnectPhase) })
     }
 
     static func rssPerConnection(_ record: RunRecord) -> Double? {
@@ -117,7 +121,7 @@ public enum ResultsWriter {
         return rounded(Double(g.residentBytesConnected - g.residentBytesBeforeConnect) / Double(record.peakOpenConnections))
     }
 
-    static func stormSummary(_ s: StormRecord) -> RunSummary.Storm {
+    static func stormSummary(_ s: StormRecord, baseline: EventWindow) -> RunSummary.Storm {
         let shard = s.shard
         var recovery: [String: Double?] = [:]
         for (key, share) in [("p50", 0.5), ("p95", 0.95), ("p99", 0.99), ("p100", 1.0)] {
@@ -131,12 +135,32 @@ public enum ResultsWriter {
             }
         }
         let a = shard.attempts
-        return RunSummary.Storm(
-            number: s.number, atSeconds: rounded(s.atSeconds), fraction: s.fraction, mode: s.mode.rawValue,
+        var summary = RunSummary.Storm(
+            number: s.number, atSeconds: rounded(s.atSeconds), kind: s.kind, fraction: s.fraction, mode: s.mode,
             affected: shard.affected, recovered: shard.recovered, gaveUp: shard.gaveUp, recoveryMs: recovery,
             attempts: a.totalCount > 0 ? ["p50": a.valueAtPercentile(50), "p99": a.valueAtPercentile(99), "max": a.max] : [:],
             file: stormFileName(s.number))
+        var phases: [String: RunSummary.ConnectPhase] = [:]
+        for m in EventWindow.connectMetrics where s.window.connectPhase[m] != nil || baseline.connectPhase[m] != nil {
+            phases[m.key] = RunSummary.ConnectPhase(during: s.window.connectPhase[m].map(latencySummary),
+                                                    baseline: baseline.connectPhase[m].map(latencySummary))
+        }
+        summary.connectPhaseMicros = phases
+        summary.messagesLost = s.window.messagesLost
+        summary.generatorPeakCPUPercent = rounded(s.window.peakProcessCPUPercent)
+        summary.generatorPeakClientLoopCPUPercent = rounded(s.window.peakClientLoopCPUPercent)
+        summary.generatorPeakRSSBytes = s.window.peakResidentBytes
+        summary.faultError = s.faultError
+        if let c = s.command {
+            summary.command = RunSummary.Command(run: c.command, exitStatus: c.exitStatus, signal: c.signal, timedOut: c.timedOut,
+                                                 durationSeconds: rounded(c.durationSeconds), launchError: c.launchError,
+                                                 outputFile: commandLogFileName(s.number), outputTruncated: c.outputTruncated)
+        }
+        return summary
     }
+
+    /// `event-<n>-command.log`: what an event's command printed.
+    public static func commandLogFileName(_ number: Int) -> String { "event-\(number)-command.log" }
 
     public static func stormFileName(_ number: Int) -> String { "storm-\(number).csv" }
 

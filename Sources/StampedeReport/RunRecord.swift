@@ -28,6 +28,9 @@ public struct RunRecord: Sendable {
     public var generator: GeneratorHealth
     /// Connection storms, in order, with what every loop saw of each.
     public var storms: [StormRecord] = []
+    /// Connect-phase latencies before the first event (ramp-up and steady load): the baseline
+    /// each event's window is compared with.
+    public var baselineConnectPhase = EventWindow()
 
     public init(scenario: Scenario, startedAt: Date, endedAt: Date, partial: Bool, partialReason: String?, fatalError: String?,
                 totals: MetricsShard, intervals: [IntervalSample], environment: RunEnvironment, peakOpenConnections: Int,
@@ -101,6 +104,9 @@ public struct GeneratorHealth: Sendable, Equatable {
     public var residentBytesBeforeConnect: UInt64
     public var residentBytesConnected: UInt64
     public var peakResidentBytes: UInt64
+    /// Peak over one-second intervals of process CPU and client-loop CPU, percent of one core.
+    public var peakProcessCPUPercent: Double = 0
+    public var peakClientLoopCPUPercent: Double = 0
     public init(processCPUSeconds: Double, clientLoopCPUSeconds: Double, maxTimerLagMicros: UInt64, saturated: Bool, warnings: [String],
                 residentBytesBeforeConnect: UInt64 = 0, residentBytesConnected: UInt64 = 0, peakResidentBytes: UInt64 = 0) {
         self.processCPUSeconds = processCPUSeconds; self.clientLoopCPUSeconds = clientLoopCPUSeconds
@@ -110,16 +116,79 @@ public struct GeneratorHealth: Sendable, Equatable {
     }
 }
 
-/// One storm event and its merged measurements.
+/// One event whose recovery is measured (a storm, a server fault, an external command) and
+/// its merged measurements.
 public struct StormRecord: Sendable {
-    /// 1-based, as in `storm-<n>.csv`.
+    /// 1-based position among the scenario's events, as in `storm-<n>.csv`.
     public var number: Int
     /// Seconds after the message phase started.
     public var atSeconds: Double
-    public var fraction: Double
-    public var mode: StormMode
+    /// "storm", "server" or "command".
+    public var kind: String
+    /// What it did: the storm mode ("reset", "stall 20s"), the fault ("drop reset"), or the command.
+    public var mode: String
+    /// Storms only: the share of connected clients hit.
+    public var fraction: Double?
     public var shard: StormShard
-    public init(number: Int, atSeconds: Double, fraction: Double, mode: StormMode, shard: StormShard) {
-        self.number = number; self.atSeconds = atSeconds; self.fraction = fraction; self.mode = mode; self.shard = shard
+    /// Measured from the event until the next one (or the end of the run).
+    public var window: EventWindow
+    /// Command events: how the command went.
+    public var command: CommandOutcome?
+    /// Server events: why the fault could not be applied, if it could not.
+    public var faultError: String?
+    public init(number: Int, atSeconds: Double, kind: String, mode: String, fraction: Double?, shard: StormShard,
+                window: EventWindow = EventWindow(), command: CommandOutcome? = nil, faultError: String? = nil) {
+        self.number = number; self.atSeconds = atSeconds; self.kind = kind; self.mode = mode; self.fraction = fraction
+        self.shard = shard; self.window = window; self.command = command; self.faultError = faultError
     }
+}
+
+/// What the generator measured in the interval windows from an event until the next: the
+/// connect-phase latencies (to set against the steady state before any event), the messages
+/// lost, and the generator's own peak CPU and memory.
+public struct EventWindow: Sendable {
+    /// TCP connect, upgrade, negotiate and handshake times of every connect in the window.
+    public var connectPhase: [LatencyMetric: LatencyHistogram] = [:]
+    public var messagesLost: UInt64 = 0
+    /// Peak over one-second intervals: process CPU and client-loop CPU, percent of one core.
+    public var peakProcessCPUPercent: Double = 0
+    public var peakClientLoopCPUPercent: Double = 0
+    public var peakResidentBytes: UInt64 = 0
+    public init() {}
+
+    /// The metrics that describe getting connected.
+    public static let connectMetrics: [LatencyMetric] = [.tcpConnect, .upgrade, .negotiate, .handshake]
+
+    public mutating func add(connectPhaseOf shard: MetricsShard) {
+        for m in Self.connectMetrics {
+            let h = shard.histograms[m.rawValue]
+            guard h.totalCount > 0 else { continue }
+            if connectPhase[m] == nil { connectPhase[m] = makeLatencyHistogram() }
+            connectPhase[m]!.add(h)
+        }
+    }
+}
+
+/// How an event's external command went.
+public struct CommandOutcome: Sendable, Equatable {
+    public var number: Int
+    public var command: String
+    /// Exit status when it exited; nil when a signal ended it (`signal`) or it never started.
+    public var exitStatus: Int32?
+    public var signal: Int32?
+    /// Killed at its timeout.
+    public var timedOut: Bool
+    public var durationSeconds: Double
+    /// stdout and stderr together, up to 256 KiB (`outputTruncated` beyond).
+    public var output: String
+    public var outputTruncated: Bool
+    /// The shell could not be started.
+    public var launchError: String?
+    public init(number: Int, command: String, exitStatus: Int32?, signal: Int32?, timedOut: Bool, durationSeconds: Double,
+                output: String, outputTruncated: Bool, launchError: String?) {
+        self.number = number; self.command = command; self.exitStatus = exitStatus; self.signal = signal; self.timedOut = timedOut
+        self.durationSeconds = durationSeconds; self.output = output; self.outputTruncated = outputTruncated; self.launchError = launchError
+    }
+    /// True when it exited with status 0.
+    public var succeeded: Bool { exitStatus == 0 && !timedOut }
 }

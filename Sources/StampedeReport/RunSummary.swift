@@ -41,11 +41,18 @@ public struct RunSummary: Codable, Sendable, Equatable {
     /// Connection storms: how fast the affected clients were connected again.
     public var storms: [Storm]
 
+    /// An event whose recovery is measured: a client storm, a server fault or an external command.
     public struct Storm: Codable, Sendable, Equatable {
         public var number: Int
         public var atSeconds: Double
-        public var fraction: Double
+        /// "storm", "server" or "command".
+        public var kind: String?
+        /// Storms: the share of connected clients hit; nil for other events.
+        public var fraction: Double?
+        /// What the event did: "reset", "close", "stall 20s", "drop reset", "reject 5s", or the command.
         public var mode: String
+        /// Clients that lost their connection to the event (hit by the storm, or dropped by the
+        /// server between this event and the next).
         public var affected: UInt64
         public var recovered: UInt64
         public var gaveUp: UInt64
@@ -54,15 +61,106 @@ public struct RunSummary: Codable, Sendable, Equatable {
         public var recoveryMs: [String: Double?]
         /// Reconnect attempts per recovered client.
         public var attempts: [String: UInt64]
+        /// Connect-phase latencies (tcp_connect, ws_upgrade, negotiate, handshake) in the window
+        /// from this event to the next, against the baseline before the first event.
+        public var connectPhaseMicros: [String: ConnectPhase]?
+        /// Messages counted lost in the window.
+        public var messagesLost: UInt64?
+        /// The generator in the window: peak CPU over one-second intervals (percent of one core,
+        /// whole process and client loops) and peak resident memory.
+        public var generatorPeakCPUPercent: Double?
+        public var generatorPeakClientLoopCPUPercent: Double?
+        public var generatorPeakRSSBytes: UInt64?
+        /// Command events: how the command went (its output is in `command.output_file`).
+        public var command: Command?
+        /// Server events: why the fault could not be applied; nil when it was.
+        public var faultError: String?
         /// The thundering-herd curve, per 100 ms after the event (see storm-<n>.csv).
         public var file: String
         enum CodingKeys: String, CodingKey {
             case number
             case atSeconds = "at_s"
-            case fraction, mode, affected, recovered
+            case kind, fraction, mode, affected, recovered
             case gaveUp = "gave_up"
             case recoveryMs = "recovery_ms"
-            case attempts, file
+            case attempts
+            case connectPhaseMicros = "connect_phase_us"
+            case messagesLost = "messages_lost"
+            case generatorPeakCPUPercent = "generator_peak_cpu_percent"
+            case generatorPeakClientLoopCPUPercent = "generator_peak_client_loop_cpu_percent"
+            case generatorPeakRSSBytes = "generator_peak_rss_bytes"
+            case command
+            case faultError = "fault_error"
+            case file
+        }
+        public init(number: Int, atSeconds: Double, kind: String?, fraction: Double?, mode: String, affected: UInt64, recovered: UInt64,
+                    gaveUp: UInt64, recoveryMs: [String: Double?], attempts: [String: UInt64], file: String) {
+            self.number = number; self.atSeconds = atSeconds; self.kind = kind; self.fraction = fraction; self.mode = mode
+            self.affected = affected; self.recovered = recovered; self.gaveUp = gaveUp; self.recoveryMs = recoveryMs
+            self.attempts = attempts; self.file = file
+        }
+        // By hand so that nil optionals are written as null.
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(number, forKey: .number); try c.encode(atSeconds, forKey: .atSeconds)
+            try c.encode(kind, forKey: .kind); try c.encode(fraction, forKey: .fraction); try c.encode(mode, forKey: .mode)
+            try c.encode(affected, forKey: .affected); try c.encode(recovered, forKey: .recovered); try c.encode(gaveUp, forKey: .gaveUp)
+            try c.encode(recoveryMs, forKey: .recoveryMs); try c.encode(attempts, forKey: .attempts)
+            try c.encode(connectPhaseMicros, forKey: .connectPhaseMicros); try c.encode(messagesLost, forKey: .messagesLost)
+            try c.encode(generatorPeakCPUPercent, forKey: .generatorPeakCPUPercent)
+            try c.encode(generatorPeakClientLoopCPUPercent, forKey: .generatorPeakClientLoopCPUPercent)
+            try c.encode(generatorPeakRSSBytes, forKey: .generatorPeakRSSBytes)
+            try c.encode(command, forKey: .command); try c.encode(faultError, forKey: .faultError); try c.encode(file, forKey: .file)
+        }
+    }
+
+    /// One connect-phase metric during an event's window and before any event.
+    public struct ConnectPhase: Codable, Sendable, Equatable {
+        public var during: Latency?
+        public var baseline: Latency?
+        public init(during: Latency?, baseline: Latency?) { self.during = during; self.baseline = baseline }
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(during, forKey: .during); try c.encode(baseline, forKey: .baseline)
+        }
+        enum CodingKeys: String, CodingKey { case during, baseline }
+    }
+
+    /// A command event's outcome.
+    public struct Command: Codable, Sendable, Equatable {
+        public var run: String
+        /// Exit status; nil when it was killed by a signal or never started.
+        public var exitStatus: Int32?
+        public var signal: Int32?
+        public var timedOut: Bool
+        public var durationSeconds: Double
+        /// Why it could not be started, if it could not.
+        public var launchError: String?
+        /// stdout and stderr together, in the results folder.
+        public var outputFile: String
+        public var outputTruncated: Bool
+        enum CodingKeys: String, CodingKey {
+            case run
+            case exitStatus = "exit_status"
+            case signal
+            case timedOut = "timed_out"
+            case durationSeconds = "duration_s"
+            case launchError = "launch_error"
+            case outputFile = "output_file"
+            case outputTruncated = "output_truncated"
+        }
+        public init(run: String, exitStatus: Int32?, signal: Int32?, timedOut: Bool, durationSeconds: Double, launchError: String?,
+                    outputFile: String, outputTruncated: Bool) {
+            self.run = run; self.exitStatus = exitStatus; self.signal = signal; self.timedOut = timedOut
+            self.durationSeconds = durationSeconds; self.launchError = launchError; self.outputFile = outputFile
+            self.outputTruncated = outputTruncated
+        }
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(run, forKey: .run); try c.encode(exitStatus, forKey: .exitStatus); try c.encode(signal, forKey: .signal)
+            try c.encode(timedOut, forKey: .timedOut); try c.encode(durationSeconds, forKey: .durationSeconds)
+            try c.encode(launchError, forKey: .launchError); try c.encode(outputFile, forKey: .outputFile)
+            try c.encode(outputTruncated, forKey: .outputTruncated)
         }
     }
 
@@ -385,9 +483,14 @@ public struct RunSummary: Codable, Sendable, Equatable {
         /// (rss_connected − rss_before_connect) / connections open at the start of the message phase;
         /// with the embedded target this includes the server's side of each connection. Nil when unknown.
         public var rssPerConnectionBytes: Double?
+        /// Peak over one-second intervals: whole-process CPU and client-loop CPU, percent of one core.
+        public var peakCPUPercent: Double?
+        public var peakClientLoopCPUPercent: Double?
         public init(processCPUSeconds: Double, clientLoopCPUSeconds: Double, cpuMicrosPerDeliveredMessage: Double?,
                     maxTimerLagMicros: UInt64, saturated: Bool, warnings: [String], rssBeforeConnectBytes: UInt64 = 0,
-                    rssConnectedBytes: UInt64 = 0, rssPeakBytes: UInt64 = 0, rssPerConnectionBytes: Double? = nil) {
+                    rssConnectedBytes: UInt64 = 0, rssPeakBytes: UInt64 = 0, rssPerConnectionBytes: Double? = nil,
+                    peakCPUPercent: Double? = nil, peakClientLoopCPUPercent: Double? = nil) {
+            self.peakCPUPercent = peakCPUPercent; self.peakClientLoopCPUPercent = peakClientLoopCPUPercent
             self.processCPUSeconds = processCPUSeconds; self.clientLoopCPUSeconds = clientLoopCPUSeconds
             self.cpuMicrosPerDeliveredMessage = cpuMicrosPerDeliveredMessage; self.maxTimerLagMicros = maxTimerLagMicros
             self.saturated = saturated; self.warnings = warnings
@@ -404,6 +507,8 @@ public struct RunSummary: Codable, Sendable, Equatable {
             case rssConnectedBytes = "rss_connected_bytes"
             case rssPeakBytes = "rss_peak_bytes"
             case rssPerConnectionBytes = "rss_per_connection_bytes"
+            case peakCPUPercent = "peak_cpu_percent"
+            case peakClientLoopCPUPercent = "peak_client_loop_cpu_percent"
         }
         // By hand so that a nil `cpu_us_per_delivered_message` is written as null.
         public func encode(to encoder: any Encoder) throws {
@@ -418,6 +523,8 @@ public struct RunSummary: Codable, Sendable, Equatable {
             try c.encode(rssConnectedBytes, forKey: .rssConnectedBytes)
             try c.encode(rssPeakBytes, forKey: .rssPeakBytes)
             try c.encode(rssPerConnectionBytes, forKey: .rssPerConnectionBytes)
+            try c.encode(peakCPUPercent, forKey: .peakCPUPercent)
+            try c.encode(peakClientLoopCPUPercent, forKey: .peakClientLoopCPUPercent)
         }
     }
 }

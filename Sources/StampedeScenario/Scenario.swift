@@ -43,6 +43,8 @@ public struct Scenario: Sendable, Equatable {
     /// Chat clients (open model): what happens to messages that fall due while a client is
     /// reconnecting.
     public var whileDisconnected: DisconnectedSends = .drop
+    /// Admin endpoint of a `stampede serve` target, for `server` events against it.
+    public var targetAdmin: AdminEndpoint? = nil
 
     public struct Header: Sendable, Equatable {
         public var name: String
@@ -133,7 +135,44 @@ public struct ScenarioEvent: Sendable, Equatable {
 
     public enum Kind: Sendable, Equatable {
         /// `fraction` of the connected clients lose their connection at the same instant.
-        case storm(fraction: Double, mode: StormMode)
+        /// `stallSeconds` applies to `.stall` only: how long the clients stop reading.
+        case storm(fraction: Double, mode: StormMode, stallSeconds: Double = 0)
+        /// The reference target's fault switch: the embedded target directly, or a `stampede
+        /// serve` through its admin endpoint (`target_admin`).
+        case server(ServerFault)
+        /// A command run once, at this time (e.g. restarting the user's own server); its exit
+        /// status and output are captured in the results.
+        case command(ExternalCommand)
+        /// For `durationSeconds`, `ratePerSecond` clients leave (a clean close) and as many new
+        /// clients join (a fresh connect under a new identity) every second.
+        case churn(ratePerSecond: Double, durationSeconds: Double)
+    }
+
+    /// Storm, server fault and command events: the ones whose recovery is measured
+    /// (`storm-<n>.csv`). Churn is a steady process, measured by its own counters.
+    public var measuresRecovery: Bool {
+        if case .churn = kind { return false }
+        return true
+    }
+
+    /// "storm", "server", "command" or "churn", as in summary.json.
+    public var kindName: String {
+        switch kind {
+        case .storm: "storm"
+        case .server: "server"
+        case .command: "command"
+        case .churn: "churn"
+        }
+    }
+
+    /// What the event does, in a few words (summary.json `mode`, progress lines).
+    public var detail: String {
+        switch kind {
+        case .storm(_, let mode, let stall): mode == .stall ? "stall \(stall)s" : mode.rawValue
+        case .server(let f): f.description
+        case .command(let c): c.command
+        case .churn(let rate, let d): "\(rate)/s for \(d)s"
+        }
     }
 }
 
@@ -143,6 +182,45 @@ public enum StormMode: String, Sendable, Equatable, CaseIterable {
     case reset
     /// A clean close by the client (WebSocket close, SignalR Close), as in a client-side restart.
     case close
+    /// The client stops reading its socket for a while (a frozen app, a stalled network path);
+    /// the connection is recovered when it reads again, or when it has reconnected if the
+    /// server or the client's own heartbeat timeout dropped it meanwhile.
+    case stall
+}
+
+/// A fault the reference target injects on itself.
+public enum ServerFault: Sendable, Equatable, CustomStringConvertible {
+    /// Every connection is dropped at once: reset (RST) or a clean close (WebSocket 1012, SignalR
+    /// Close with allowReconnect).
+    case drop(reset: Bool)
+    /// New connections are answered 503 for `seconds`; existing ones go on.
+    case reject(seconds: Double)
+    /// The server neither accepts, reads nor writes for `seconds`, then carries on.
+    case stall(seconds: Double)
+
+    public var description: String {
+        switch self {
+        case .drop(let reset): reset ? "drop reset" : "drop close"
+        case .reject(let s): "reject \(s)s"
+        case .stall(let s): "stall \(s)s"
+        }
+    }
+}
+
+/// A command an event runs: `/bin/sh -c <command>`, in the scenario file's folder.
+public struct ExternalCommand: Sendable, Equatable {
+    public var command: String
+    /// Killed (and reported as timed out) after this long.
+    public var timeoutSeconds: Double
+    public init(command: String, timeoutSeconds: Double = 60) { self.command = command; self.timeoutSeconds = timeoutSeconds }
+}
+
+/// The admin endpoint of a `stampede serve --admin-port` target (loopback only).
+public struct AdminEndpoint: Sendable, Equatable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+    public init(host: String, port: Int) { self.host = host; self.port = port }
+    public var description: String { "http://\(host.contains(":") ? "[\(host)]" : host):\(port)" }
 }
 
 /// Keep-alive behaviour of chat clients (the SocketRocket app of workloads.md §4).

@@ -36,7 +36,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
 
     public enum Phase: Sendable, Equatable { case idle, rampUp, messages, draining, closing }
 
-    enum TimerKind: UInt64 { case connect = 1, send = 2, reconnect = 3, heartbeatSweep = 4 }
+    enum TimerKind: UInt64 { case connect = 1, send = 2, reconnect = 3, heartbeatSweep = 4, stallEnd = 5 }
 
     public let ws: WebSocketClients
     public let plan: Plan
@@ -62,6 +62,12 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     public private(set) var storms: [StormShard] = []
     var stormTrack: [StormClientTrack]
     var stormAtNs: [UInt64] = []
+    /// The latest event: clients that lose their connection from then on count as affected by it.
+    var watchIndex: Int32 = -1
+    /// Churn: clients leaving now to come back as new users, and those joining as new users.
+    var churnLeaving: [Bool]
+    var churnJoining: [Bool]
+    var churnGeneration: [UInt32]
     /// Last application heartbeat and ping per client.
     var lastHeartbeatNs: [UInt64]
     var lastPingNs: [UInt64]
@@ -90,6 +96,9 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         lastHeartbeatNs = Array(repeating: 0, count: n)
         lastPingNs = Array(repeating: 0, count: n)
         stormTrack = Array(repeating: StormClientTrack(), count: n)
+        churnLeaving = Array(repeating: false, count: n)
+        churnJoining = Array(repeating: false, count: n)
+        churnGeneration = Array(repeating: 0, count: n)
         schedule = LoadSchedule(totalClients: plan.totalClients, connectRate: plan.connectRate, loadModel: plan.loadModel,
                                 totalRate: plan.totalRate, thinkTimeNs: plan.thinkTimeNs)
         ws.application = self
@@ -199,6 +208,15 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         case .heartbeatSweep:
             heartbeatSweep(now: EventLoop.now())
             if phase != .closing { ws.schedule(at: deadline + 250_000_000, applicationToken: token) }
+        case .stallEnd:
+            // The storm index rides in the epoch field: only the stall of that storm ends here.
+            guard ws.isReadingPaused(k) else { return }
+            ws.pauseReading(k, false)
+            if stormTrack[k].storm == Int32(epoch) {
+                let s = Int(epoch)
+                storms[s].recordRecovery(sinceEventNs: EventLoop.now() &- stormAtNs[s], attempts: 0)
+                stormTrack[k] = StormClientTrack()
+            }
         case .reconnect:
             waitingToReconnect -= 1
             guard phase == .messages || phase == .draining || phase == .rampUp else { return }
@@ -245,7 +263,8 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         let interval = h.intervalSeconds.map { UInt64($0 * 1e9) }
         let pingInterval = h.pingIntervalSeconds.map { UInt64($0 * 1e9) }
         let timeout = h.timeoutSeconds.map { UInt64($0 * 1e9) }
-        for k in plan.globalIndices.indices where ws.state(of: k) == .open {
+        // A stalled client is frozen: it neither sends heartbeats nor judges the server.
+        for k in plan.globalIndices.indices where ws.state(of: k) == .open && !ws.isReadingPaused(k) {
             if let timeout, now &- ws.lastReceivedNs(of: k) >= timeout, now > ws.lastReceivedNs(of: k) {
                 ws.metrics.error(.serverTimeout)
                 ws.abort(k, reset: false)
@@ -279,7 +298,13 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         let now = EventLoop.now()
         lastHeartbeatNs[k] = now
         lastPingNs[k] = now
-        if everOpened[k] {
+        if churnJoining[k] {
+            // A new user in the room, not a reconnect: its schedule starts where the run is now.
+            churnJoining[k] = false
+            reconnecting[k] = false
+            ws.metrics.count(.churnJoined)
+            rejoinSchedule(k)
+        } else if everOpened[k] {
             ws.metrics.count(.reconnected)
             if stormTrack[k].storm >= 0 {
                 let s = Int(stormTrack[k].storm)
@@ -347,8 +372,20 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
             totalOutstanding -= UInt64(outstanding[k])
             outstanding[k] = 0
         }
+        if churnLeaving[k] {
+            churnLeaving[k] = false
+            guard phase == .messages || phase == .draining else { return }
+            ws.metrics.count(.churnLeft)
+            joinAsNewUser(k)
+            return
+        }
         // Reconnect while the run goes on, as long as the policy allows (never after a first connect failed).
         guard everOpened[k], phase == .messages || phase == .draining || phase == .rampUp else { return }
+        if stormTrack[k].storm < 0 && watchIndex >= 0 {
+            // Dropped by the server (or the network) after a server or command event: one of its affected clients.
+            storms[Int(watchIndex)].affected += 1
+            stormTrack[k].storm = watchIndex
+        }
         if let delay = reconnectPolicy.nextDelay(previousAttempts: reconnectAttempts[k], unitRandom: ws.random.unit()) {
             reconnectAttempts[k] += 1
             waitingToReconnect += 1
@@ -364,13 +401,19 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         }
     }
 
-    /// Storm `index`: `fraction` of the open clients lose their connection now.
-    public func storm(index: Int, atNs: UInt64, fraction: Double, mode: StormMode) {
-        if index >= 0 {
-            while storms.count <= index { storms.append(StormShard()); stormAtNs.append(atNs) }
-            stormAtNs[index] = atNs
-        }
-        for k in plan.globalIndices.indices where ws.state(of: k) == .open {
+    /// Event `index` at `atNs`: from now until the next event, clients whose connection drops
+    /// (a server fault, a restart by an external command) are counted as affected by it.
+    public func watch(index: Int, atNs: UInt64) {
+        while storms.count <= index { storms.append(StormShard()); stormAtNs.append(atNs) }
+        stormAtNs[index] = atNs
+        watchIndex = Int32(index)
+    }
+
+    /// Storm `index`: `fraction` of the open clients lose their connection now (or, `.stall`,
+    /// stop reading it for `stallNs`).
+    public func storm(index: Int, atNs: UInt64, fraction: Double, mode: StormMode, stallNs: UInt64) {
+        if index >= 0 { watch(index: index, atNs: atNs) }
+        for k in plan.globalIndices.indices where ws.state(of: k) == .open && !churnLeaving[k] {
             guard ws.random.unit() < fraction else { continue }
             if index >= 0 {
                 storms[index].affected += 1
@@ -380,8 +423,43 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
             switch mode {
             case .reset: ws.abort(k, reset: true)
             case .close: ws.close(k)
+            case .stall:
+                guard index >= 0 else { continue }
+                ws.pauseReading(k, true)
+                ws.schedule(at: atNs + stallNs, applicationToken: TimerKind.stallEnd.rawValue << 48 | UInt64(index) << 32 | UInt64(k))
             }
         }
+    }
+
+    /// Churn: `count` connected clients with nothing in flight leave (a clean close) and come
+    /// back at once as new users (a new name and id, a fresh connect). Returns how many left.
+    @discardableResult
+    public func churn(count: Int) -> Int {
+        let n = plan.globalIndices.count
+        guard n > 0, phase == .messages else { return 0 }
+        var left = 0
+        var k = Int(ws.random.next() % UInt64(n))
+        for _ in 0..<n where left < count {
+            k = k + 1 == n ? 0 : k + 1
+            guard ws.state(of: k) == .open, outstanding[k] == 0, !churnLeaving[k], !ws.isReadingPaused(k) else { continue }
+            dropDue(k)
+            churnLeaving[k] = true
+            sendEpoch[k] &+= 1  // the leaving user's send chain ends here
+            ws.close(k)
+            left += 1
+        }
+        return left
+    }
+
+    /// A churned client's slot comes back as someone new.
+    func joinAsNewUser(_ k: Int) {
+        churnGeneration[k] &+= 1
+        let g = plan.globalIndices[k]
+        var r = FastRandom(seed: UInt64(g) &* 0x9E37_79B9 ^ 0x5EED &+ UInt64(churnGeneration[k]) &* 0x1_0000_0001)
+        suffixes[k] = ChatCodec.clientSuffix(user: "\(plan.runTag)-user-\(g)-\(churnGeneration[k])", userID: r.uuidString())
+        churnJoining[k] = true
+        reconnectAttempts[k] = 0
+        ws.connect(k)
     }
 
     public func webSocketWritable(client k: Int) {

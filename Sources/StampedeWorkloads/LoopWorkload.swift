@@ -31,8 +31,14 @@ public protocol LoopWorkload: AnyObject, Sendable {
     /// Fault injection: abruptly resets the connections of `fraction` (0…1) of the connected clients.
     func dropConnections(fraction: Double)
     /// Storm `index` at `atNs`: `fraction` of the connected clients lose their connection at once
-    /// (`mode`); their recovery is tracked in `storms[index]`.
-    func storm(index: Int, atNs: UInt64, fraction: Double, mode: StormMode)
+    /// (`mode`; a stall lasts `stallNs`); their recovery is tracked in `storms[index]`.
+    func storm(index: Int, atNs: UInt64, fraction: Double, mode: StormMode, stallNs: UInt64)
+    /// Event `index` (a server fault or an external command) at `atNs`: clients whose connection
+    /// drops from then until the next event are tracked in `storms[index]`.
+    func watch(index: Int, atNs: UInt64)
+    /// Churn: up to `count` connected, idle clients leave and join again as new users; returns
+    /// how many left.
+    @discardableResult func churn(count: Int) -> Int
     /// What this loop saw of each storm so far.
     var storms: [StormShard] { get }
 }
@@ -47,6 +53,6 @@ extension ChatWorkload: LoopWorkload {
     public var reconnectingCount: Int { waitingToReconnect }
 
     public func dropConnections(fraction: Double) {
-        storm(index: -1, atNs: EventLoop.now(), fraction: fraction, mode: .reset)
+        storm(index: -1, atNs: EventLoop.now(), fraction: fraction, mode: .reset, stallNs: 0)
     }
 }

@@ -168,6 +168,19 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
         end(client, .failed(.connectionReset))
     }
 
+    /// A stalled client: stops (or resumes) reading its socket while the connection stays up.
+    /// On resuming, the silence of the stall does not count against dead-server detection.
+    public func pauseReading(_ client: Int, _ paused: Bool) {
+        guard clients[client].state == .open || clients[client].state == .closing else { return }
+        loop.pauseReading(clients[client].connection, paused)
+        if !paused { clients[client].lastReceivedNs = EventLoop.now() }
+    }
+
+    /// Whether the client's current connection is stalled by `pauseReading`.
+    public func isReadingPaused(_ client: Int) -> Bool {
+        clients[client].state == .open && loop.isReadingPaused(clients[client].connection)
+    }
+
     public func schedule(at deadline: UInt64, applicationToken: UInt64) {
         loop.schedule(at: deadline, token: applicationToken & 0x00FF_FFFF_FFFF_FFFF)
     }

@@ -109,6 +109,9 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         /// A few slots per client; a stream that finds none is simply read to the end.
         var streams: [StreamTrack] = []
         var storm = StormClientTrack()
+        /// Churn: this client left and is joining again as a new user.
+        var churnJoining = false
+        var churnGeneration: UInt32 = 0
         init(base: HubURL, address: SocketAddress, hostHeader: [UInt8]) {
             self.base = base; self.address = address; self.hostHeader = hostHeader
         }
@@ -140,8 +143,10 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     public private(set) var totalOutstanding: UInt64 = 0
     public private(set) var storms: [StormShard] = []
     var stormAtNs: [UInt64] = []
+    /// The latest event: clients that lose their connection from then on count as affected by it.
+    var watchIndex: Int32 = -1
 
-    enum TimerKind: UInt64 { case connect = 1, send = 2, handshakeTimeout = 3, reconnect = 4, keepAliveSweep = 5, closeTimeout = 6 }
+    enum TimerKind: UInt64 { case connect = 1, send = 2, handshakeTimeout = 3, reconnect = 4, keepAliveSweep = 5, closeTimeout = 6, stallEnd = 7 }
 
     public init(loop: EventLoop, plan: HubPlan, address: SocketAddress, random: FastRandom) {
         self.loop = loop
@@ -247,6 +252,12 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             closeMain(k)
             closeSide(k)
             setPhase(k, .ended)
+        case .stallEnd:
+            // The storm index rides in the epoch field: only the stall of that storm ends here.
+            guard clients[k].mainState != .none, loop.isReadingPaused(clients[k].main) else { return }
+            loop.pauseReading(clients[k].main, false)
+            clients[k].lastReceivedNs = EventLoop.now()
+            if clients[k].storm.storm == Int32(epoch) { stormRecovered(k) }
         case .keepAliveSweep:
             keepAliveSweep(now: EventLoop.now())
             if phase != .closing { loop.schedule(at: deadline + 1_000_000_000, token: token) }
@@ -261,7 +272,8 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         let keepAlive = UInt64(plan.spec.keepAliveSeconds * 1e9)
         let serverTimeout = UInt64(plan.spec.serverTimeoutSeconds * 1e9)
         for k in clients.indices where clients[k].phase == .connected || clients[k].phase == .joining {
-            guard clients[k].transport != .longPolling else { continue }
+            // Long polling has no keep-alive; a stalled client is frozen and judges nothing.
+            guard clients[k].transport != .longPolling, !loop.isReadingPaused(clients[k].main) else { continue }
             if now - clients[k].lastReceivedNs >= serverTimeout {
                 fail(k, .serverTimeout)
                 continue
@@ -851,8 +863,14 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         metrics.count(.connected)
         metrics.count(Self.perTransport(clients[k].transport, .connectedWebSockets, .connectedServerSentEvents, .connectedLongPolling))
         if clients[k].everConnected {
-            metrics.count(.reconnected)
-            stormRecovered(k)
+            if clients[k].churnJoining {
+                // A new user, not a reconnect.
+                clients[k].churnJoining = false
+                metrics.count(.churnJoined)
+            } else {
+                metrics.count(.reconnected)
+                stormRecovered(k)
+            }
             // A reconnected client rejoins the schedule where it is now.
             if phase == .messages && plan.loadModel == .open && schedule.intervalNs > 0 {
                 let now = EventLoop.now()
@@ -1081,6 +1099,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     }
 
     func end(_ k: Int, failed: ErrorClass?, reconnect: Bool) {
+        noteDropped(k)
         if Self.isConnecting(clients[k].phase) && !clients[k].everConnected { metrics.count(.connectFailed) }
         loseOutstanding(k, phase == .closing ? .interrupted : .connectionClosed)
         closeMain(k)
@@ -1116,14 +1135,29 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         clients[k].storm = StormClientTrack()
     }
 
+    /// A connected client lost its connection after a server or command event: one of the
+    /// clients that event affected (unless a storm already tracks it).
+    func noteDropped(_ k: Int) {
+        guard watchIndex >= 0, clients[k].storm.storm < 0, clients[k].everConnected, phase != .closing,
+              clients[k].phase == .connected || clients[k].phase == .joining else { return }
+        storms[Int(watchIndex)].affected += 1
+        clients[k].storm.storm = watchIndex
+    }
+
+    /// Event `index` at `atNs`: from now until the next event, clients whose connection drops
+    /// (a server fault, a restart by an external command) are counted as affected by it.
+    public func watch(index: Int, atNs: UInt64) {
+        while storms.count <= index { storms.append(StormShard()); stormAtNs.append(atNs) }
+        stormAtNs[index] = atNs
+        watchIndex = Int32(index)
+    }
+
     /// Storm `index`: `fraction` of the connected clients lose their connection now — an abrupt
     /// reset, or a clean client-side close (Close message, then the transport) — and reconnect
-    /// by their policy (or resume, with stateful reconnect, after a reset).
-    public func storm(index: Int, atNs: UInt64, fraction: Double, mode: StormMode) {
-        if index >= 0 {
-            while storms.count <= index { storms.append(StormShard()); stormAtNs.append(atNs) }
-            stormAtNs[index] = atNs
-        }
+    /// by their policy (or resume, with stateful reconnect, after a reset); or, `.stall`, they
+    /// stop reading for `stallNs`.
+    public func storm(index: Int, atNs: UInt64, fraction: Double, mode: StormMode, stallNs: UInt64) {
+        if index >= 0 { watch(index: index, atNs: atNs) }
         for k in clients.indices where clients[k].phase == .connected && clients[k].mainState != .none {
             guard random.unit() < fraction else { continue }
             if index >= 0 {
@@ -1141,8 +1175,41 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
                 clients[k].mainState = .none
                 clients[k].main = ConnectionID(index: .max, generation: 0)
                 drop(k, reason: nil)
+            case .stall:
+                guard index >= 0 else { continue }
+                loop.pauseReading(clients[k].main, true)
+                loop.schedule(at: atNs + stallNs, token: token(.stallEnd, k, epoch: UInt32(index)))
             }
         }
+    }
+
+    /// Churn: up to `count` connected clients with nothing in flight leave (a Close message,
+    /// then the transport) and start again at once as new users. Returns how many left.
+    @discardableResult
+    public func churn(count: Int) -> Int {
+        guard phase == .messages, !clients.isEmpty else { return 0 }
+        var left = 0
+        var k = Int(random.next() % UInt64(clients.count))
+        for _ in clients.indices where left < count {
+            k = k + 1 == clients.count ? 0 : k + 1
+            guard clients[k].phase == .connected, clients[k].mainState != .none, clients[k].outstanding == 0, !clients[k].resuming,
+                  !loop.isReadingPaused(clients[k].main) else { continue }
+            sendHub(k, numbered: false) { out in Codec.writeClose(into: out, error: nil, allowReconnect: false) }
+            if clients[k].transport == .webSockets { loop.closeAfterFlush(clients[k].main) } else { loop.close(clients[k].main) }
+            clients[k].mainState = .none
+            clients[k].main = ConnectionID(index: .max, generation: 0)
+            closeSide(k)
+            clients[k].epoch &+= 1  // the leaving user's send chain and timers end here
+            setPhase(k, .idle)
+            metrics.count(.churnLeft)
+            clients[k].churnGeneration &+= 1
+            userNames[k] = Array("\(plan.runTag)-user-\(plan.globalIndices[k])-\(clients[k].churnGeneration)".utf8)
+            clients[k].churnJoining = true
+            clients[k].reconnectAttempts = 0
+            start(k)
+            left += 1
+        }
+        return left
     }
 
     /// Close message (best effort), then the transport's own close.
@@ -1428,6 +1495,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         // A hub message cut off by the end of the connection (a truncated VarInt or record) is malformed too.
         if !clients[k].inbound.isEmpty { metrics.error(.protocolError) }
         if clients[k].stateful && clients[k].phase == .connected && !clients[k].resuming {
+            noteDropped(k)
             resume(k)
             return
         }
@@ -1437,7 +1505,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     /// Fault injection: abruptly resets the main connection of `fraction` of the connected
     /// clients, as a network blip would.
     public func dropConnections(fraction: Double) {
-        storm(index: -1, atNs: EventLoop.now(), fraction: fraction, mode: .reset)
+        storm(index: -1, atNs: EventLoop.now(), fraction: fraction, mode: .reset, stallNs: 0)
     }
 
     public func writable(_ id: ConnectionID, loop: EventLoop) {

@@ -1,0 +1,88 @@
+import CStampedeLinux
+import Foundation
+import StampedeLoop
+import StampedeScenario
+import StampedeTarget
+
+extension TargetFault {
+    /// The scenario's `server` event as the reference target's fault.
+    init(_ fault: ServerFault) {
+        switch fault {
+        case .drop(let reset): self = .drop(reset: reset)
+        case .reject(let seconds): self = .reject(seconds: seconds)
+        case .stall(let seconds): self = .stall(seconds: seconds)
+        }
+    }
+}
+
+extension RunEngine {
+    /// Applies a `server` event: on the embedded target directly, or through the admin endpoint
+    /// of a `stampede serve` target. Returns why it could not be applied, or nil.
+    func applyServerFault(_ fault: ServerFault) -> String? {
+        if scenario.target != .embedded {
+            guard let admin = scenario.targetAdmin else { return "no admin endpoint (target_admin) to send the fault to" }
+            return AdminClient.post(admin, path: AdminClient.path(for: fault))
+        }
+        guard let loop = serverLoop else { return "the embedded target is not running" }
+        let f = TargetFault(fault)
+        if let chat = chatServer {
+            loop.execute { _ in chat.apply(f) }
+        } else if let hub = hubServer {
+            loop.execute { _ in hub.apply(f) }
+        }
+        return nil
+    }
+}
+
+/// The few lines of HTTP/1.1 it takes to flip the fault switch of `stampede serve --admin-port`.
+/// Blocking, with a short timeout: it runs once per event, on the engine's thread.
+enum AdminClient {
+    static func path(for fault: ServerFault) -> String {
+        switch fault {
+        case .drop(let reset): "/fault/drop?mode=\(reset ? "reset" : "close")"
+        case .reject(let seconds): "/fault/reject?seconds=\(seconds)"
+        case .stall(let seconds): "/fault/stall?seconds=\(seconds)"
+        }
+    }
+
+    /// POSTs to `path`; nil on a 2xx answer, else what went wrong.
+    static func post(_ admin: AdminEndpoint, path: String, timeoutSeconds: Int = 3) -> String? {
+        guard let address = SocketAddress(host: admin.host, port: admin.port), address.isLoopback else {
+            return "admin endpoint \(admin) is not a loopback address"
+        }
+        var family = AF_INET
+        if case .ipv6Loopback = address { family = AF_INET6 }
+        let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return "socket: \(String(cString: strerror(errno)))" }
+        defer { close(fd) }
+        // Blocking with timeouts: a stalled or hung target must not hang the run.
+        var tv = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        let connected: Int32
+        switch address {
+        case .ipv4(let a, let port): connected = cs_connect_ipv4(fd, a.bigEndian, port)
+        case .ipv6Loopback(let port): connected = cs_connect_ipv6_loopback(fd, port)
+        }
+        guard connected == 0 else { return "cannot reach the admin endpoint \(admin): \(String(cString: strerror(errno)))" }
+        let request = "POST \(path) HTTP/1.1\r\nHost: \(admin.host):\(admin.port)\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        let sent = request.utf8CString.withUnsafeBufferPointer { send(fd, $0.baseAddress, $0.count - 1, Int32(MSG_NOSIGNAL)) }
+        guard sent > 0 else { return "cannot send to the admin endpoint \(admin): \(String(cString: strerror(errno)))" }
+        var response = [UInt8]()
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while response.count < 64 * 1024 {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            response.append(contentsOf: chunk[0..<n])
+        }
+        let text = String(decoding: response, as: UTF8.self)
+        let statusLine = text.prefix { $0 != "\r" && $0 != "\n" }
+        let parts = statusLine.split(separator: " ", maxSplits: 2)
+        guard parts.count >= 2, let status = Int(parts[1]) else {
+            return response.isEmpty ? "no answer from the admin endpoint \(admin)" : "unreadable answer from the admin endpoint: \(statusLine)"
+        }
+        if (200..<300).contains(status) { return nil }
+        let body = text.components(separatedBy: "\r\n\r\n").dropFirst().joined().trimmingCharacters(in: .whitespacesAndNewlines)
+        return "the admin endpoint answered \(status): \(body.prefix(200))"
+    }
+}

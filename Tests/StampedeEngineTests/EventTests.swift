@@ -1,0 +1,139 @@
+import Foundation
+import StampedeEngine
+import StampedeReport
+import StampedeScenario
+import Testing
+
+/// Scenario events besides client storms: stalls, external commands (restarting a third-party
+/// server), churn, and the reference target's faults. Each affected client is counted and its
+/// recovery measured; the accounting closes.
+@Suite(.serialized)
+struct EventTests {
+    @Test func stalledChatClientsReadAgainAfterTheStallAndLoseNothing() throws {
+        var s = chatScenario(name: "stall-chat", clients: 10, duration: 2, rate: 40)
+        s.events = [ScenarioEvent(atSeconds: 0.3, kind: .storm(fraction: 1, mode: .stall, stallSeconds: 0.8))]
+        let o = try run(s)
+        let storm = try #require(o.summary.storms.first)
+        #expect(storm.affected == 10 && storm.recovered == 10 && storm.gaveUp == 0)
+        // Recovery is the moment the client reads again: never before the stall is over.
+        #expect(try #require(storm.recoveryMs["p50"] ?? nil) >= 800)
+        #expect(storm.attempts["max"] == 0 || storm.attempts.isEmpty || storm.attempts["max"] == 1)
+        #expect(o.summary.messages.accountingClosed)
+        #expect(o.summary.messages.lost == 0, "the connections survived the stall")
+        #expect(o.summary.counters["reconnected"] == 0)
+    }
+
+    @Test func stalledHubClientsReadAgainAfterTheStall() throws {
+        var s = hubScenario("stall-hub", target: .embedded, transport: .webSockets, protocolKind: .json, clients: 6,
+                            duration: 2, rate: 30, operation: .invoke, method: "Echo", arguments: [.stamp])
+        s.events = [ScenarioEvent(atSeconds: 0.3, kind: .storm(fraction: 1, mode: .stall, stallSeconds: 0.8))]
+        let o = try run(s)
+        let storm = try #require(o.summary.storms.first)
+        #expect(storm.affected == 6 && storm.recovered == 6)
+        #expect(try #require(storm.recoveryMs["p50"] ?? nil) >= 800)
+        #expect(o.summary.messages.accountingClosed)
+        #expect(o.summary.messages.lost == 0)
+    }
+
+    @Test func churnReplacesClientsWithNewUsersAndTheAccountingCloses() throws {
+        var s = chatScenario(name: "churn-chat", clients: 20, duration: 2.5, rate: 40)
+        s.events = [ScenarioEvent(atSeconds: 0.2, kind: .churn(ratePerSecond: 10, durationSeconds: 2))]
+        let o = try run(s)
+        let left = o.summary.counters["churn_left", default: 0]
+        #expect(left >= 10, "about 20 should leave in 2 s at 10/s")
+        #expect(o.summary.counters["churn_joined"] == left)
+        #expect(o.summary.messages.accountingClosed)
+        #expect(o.summary.messages.lost == 0, "only idle clients leave")
+        #expect(o.summary.storms.isEmpty, "churn has no recovery to measure")
+    }
+
+    @Test func hubChurnReplacesClientsWithNewUsers() throws {
+        var s = hubScenario("churn-hub", target: .embedded, transport: .webSockets, protocolKind: .json, clients: 10,
+                            duration: 2, rate: 20, operation: .invoke, method: "Echo", arguments: [.stamp])
+        s.events = [ScenarioEvent(atSeconds: 0.2, kind: .churn(ratePerSecond: 10, durationSeconds: 1.5))]
+        let o = try run(s)
+        let left = o.summary.counters["churn_left", default: 0]
+        #expect(left >= 5)
+        #expect(o.summary.counters["churn_joined"] == left)
+        #expect(o.summary.messages.accountingClosed)
+    }
+
+    @Test func aCommandEventRunsInTheScenarioFolderAndItsOutputIsKept() throws {
+        let folder = temporaryFolder("command-event")
+        var s = chatScenario(name: "command-event", clients: 4, duration: 1.5, rate: 8)
+        s.file = folder.appendingPathComponent("scenario.yaml").path
+        s.events = [ScenarioEvent(atSeconds: 0.2, kind: .command(ExternalCommand(command: "echo here: $(pwd); echo oops >&2; exit 3"))),
+                    ScenarioEvent(atSeconds: 0.4, kind: .command(ExternalCommand(command: "sleep 30", timeoutSeconds: 0.5)))]
+        let o = try run(s)
+        #expect(o.exitCode == 0)
+        let first = try #require(o.summary.storms.first?.command)
+        #expect(first.exitStatus == 3 && !first.timedOut)
+        let log = try String(contentsOf: try #require(o.resultsFolder).appendingPathComponent(first.outputFile), encoding: .utf8)
+        #expect(log.contains("here: \(folder.resolvingSymlinksInPath().path)") || log.contains("here: \(folder.path)"))
+        #expect(log.contains("oops"))
+        let second = try #require(o.summary.storms.last?.command)
+        #expect(second.timedOut && second.exitStatus == nil)
+        #expect(o.summary.files.contains("event-1-command.log"))
+    }
+
+    /// The done-when of the storm issue: a third-party chat server (Python websockets) restarted
+    /// by the scenario's external trigger; every client comes back and the accounting closes.
+    @Test func chatClientsRecoverWhenACommandRestartsAWebsocketsServer() throws {
+        let python = try peerPython("websockets")
+        try restartScenario(python: python, server: ["Tests/peers/chat_server.py"], name: "restart-websockets") { port in
+            var s = chatScenario(name: "restart-websockets", target: .webSocket(url: WebSocketURL(host: "127.0.0.1", port: port, path: "/chat")),
+                                 clients: 10, duration: 4, rate: 20)
+            s.reconnect = .delays([0.2, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5])
+            return s
+        }
+    }
+
+    /// The same against aiosignalr, with SignalR's default reconnect delays (0, 2, 10, 30 s).
+    @Test func hubClientsRecoverWhenACommandRestartsAnAiosignalrHub() throws {
+        let python = try peerPython("aiosignalr")
+        try restartScenario(python: python, server: ["Tests/peers/signalr_hub_server.py"], name: "restart-aiosignalr") { port in
+            var s = hubScenario("restart-aiosignalr", target: .http(url: WebSocketURL(host: "127.0.0.1", port: port, path: "/hub")),
+                                transport: .webSockets, protocolKind: .json, clients: 6, duration: 5, rate: 12,
+                                operation: .invoke, method: "Echo", arguments: [.stamp])
+            s.hub?.reconnect = .signalRDefault
+            return s
+        }
+    }
+
+    /// Starts `server` through restart_server.py, runs the scenario with a command event at 1 s
+    /// that restarts it, and checks the event's recovery.
+    func restartScenario(python: String, server: [String], name: String, scenario: (Int) -> Scenario) throws {
+        let port = unusedPort()
+        let folder = temporaryFolder(name)
+        let pidfile = folder.appendingPathComponent("server.pid").path
+        let peers = repositoryRoot.appendingPathComponent("Tests/peers").path
+        let serverCommand = [python, repositoryRoot.appendingPathComponent(server[0]).path, "--port", String(port), "--max-seconds", "120"]
+        let restart = ([python, "\(peers)/restart_server.py", "--pidfile", pidfile, "--port", String(port),
+                        "--log", folder.appendingPathComponent("server.log").path, "--"] + serverCommand)
+            .map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+        defer {
+            if let pid = try? String(contentsOfFile: pidfile, encoding: .utf8), let n = Int32(pid.trimmingCharacters(in: .whitespacesAndNewlines)) {
+                kill(n, SIGTERM)
+            }
+        }
+        let first = try runProcess("/bin/sh", ["-c", restart], timeout: 60)
+        try #require(first.status == 0, "the server did not start: \(first.stdout) \(first.stderr)")
+
+        var s = scenario(port)
+        s.events = [ScenarioEvent(atSeconds: 1, kind: .command(ExternalCommand(command: restart, timeoutSeconds: 30)))]
+        let o = try run(s)
+        #expect(o.exitCode == 0)
+        let event = try #require(o.summary.storms.first)
+        let command = try #require(event.command)
+        #expect(command.exitStatus == 0, "restart failed: see \(command.outputFile)")
+        let clients = UInt64(s.clients)
+        #expect(event.kind == "command")
+        #expect(event.affected == clients, "every client lost its connection to the restart")
+        #expect(event.recovered == clients && event.gaveUp == 0)
+        #expect(try #require(event.recoveryMs["p100"] ?? nil) > 0)
+        #expect(o.summary.messages.accountingClosed)
+        let csv = try String(contentsOf: try #require(o.resultsFolder).appendingPathComponent(event.file), encoding: .utf8)
+        let rows = csv.split(separator: "\n").dropFirst().map { $0.split(separator: ",").compactMap { UInt64($0) } }
+        #expect(rows.reduce(0) { $0 + $1[2] } == clients)
+    }
+}
