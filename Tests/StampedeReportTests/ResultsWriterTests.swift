@@ -38,6 +38,7 @@ import Testing
         #expect(keys("generator") == [
             "process_cpu_s", "client_loop_cpu_s", "cpu_us_per_delivered_message", "max_timer_lag_us", "saturated", "warnings",
             "rss_before_connect_bytes", "rss_connected_bytes", "rss_peak_bytes", "rss_per_connection_bytes",
+            "peak_cpu_percent", "peak_client_loop_cpu_percent",
         ])
         let messages = try #require(json["messages"] as? [String: Any])
         #expect(Set((messages["lost_by_reason"] as? [String: Any])?.keys.map { $0 } ?? []) == ["connection_closed", "timed_out", "interrupted", "dropped_while_disconnected"])

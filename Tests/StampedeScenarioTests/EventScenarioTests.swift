@@ -1,0 +1,77 @@
+import StampedeScenario
+import Testing
+
+/// Scenario events: stalls, server faults, commands and churn load as written, and every
+/// mistake names its line and field.
+@Test func everyKindOfEventIsLoaded() throws {
+    let s = try ScenarioLoader.parse(yaml: """
+        target: embedded
+        clients: 10
+        duration: 60s
+        events:
+          - {at: 1s, storm: {fraction: 0.5, mode: stall, for: 20s}}
+          - {at: 2s, server: {fault: drop}}
+          - {at: 3s, server: {fault: drop, mode: close}}
+          - {at: 4s, server: {fault: reject, for: 5s}}
+          - {at: 5s, server: {fault: stall, for: 500ms}}
+          - {at: 6s, command: "./restart.sh --now"}
+          - {at: 7s, command: {run: "echo hi", timeout: 10s}}
+          - {at: 8s, churn: {rate: 20, for: 10s}}
+          - {at: 50s, churn: {rate: 5}}
+        """, file: "events.yaml")
+    #expect(s.events.map(\.kind) == [
+        .storm(fraction: 0.5, mode: .stall, stallSeconds: 20),
+        .server(.drop(reset: true)),
+        .server(.drop(reset: false)),
+        .server(.reject(seconds: 5)),
+        .server(.stall(seconds: 0.5)),
+        .command(ExternalCommand(command: "./restart.sh --now", timeoutSeconds: 60)),
+        .command(ExternalCommand(command: "echo hi", timeoutSeconds: 10)),
+        .churn(ratePerSecond: 20, durationSeconds: 10),
+        .churn(ratePerSecond: 5, durationSeconds: 10),  // until the end of the message phase
+    ])
+    #expect(s.events.filter(\.measuresRecovery).count == 7)
+}
+
+@Test func serverEventsNeedTheEmbeddedTargetOrAnAdminEndpoint() throws {
+    let events = "events:\n  - {at: 1s, server: {fault: drop}}\n"
+    do {
+        _ = try ScenarioLoader.parse(yaml: "target: ws://127.0.0.1:9000/chat\nclients: 1\nduration: 10s\n" + events, file: "a.yaml")
+        Issue.record("a server event against an external target without target_admin was accepted")
+    } catch {
+        #expect(error.field == "events[0].server")
+        #expect(error.message.contains("target_admin"))
+    }
+    let s = try ScenarioLoader.parse(yaml: "target: ws://127.0.0.1:9000/chat\ntarget_admin: http://127.0.0.1:9100\nclients: 1\nduration: 10s\n" + events,
+                                     file: "a.yaml")
+    #expect(s.targetAdmin == AdminEndpoint(host: "127.0.0.1", port: 9100))
+    #expect(throws: ScenarioError.self) {
+        try ScenarioLoader.parse(yaml: "target: embedded\ntarget_admin: http://10.0.0.1:9100\nclients: 1\nduration: 10s\n", file: "a.yaml")
+    }
+}
+
+@Test func badEventsNameTheirLineAndField() throws {
+    let cases: [(String, String)] = [
+        ("- {at: 1s, storm: {mode: stall}}", "events[0].storm.for"),
+        ("- {at: 1s, storm: {mode: reset, for: 2s}}", "events[0].storm.for"),
+        ("- {at: 1s, server: {fault: explode}}", "events[0].server.fault"),
+        ("- {at: 1s, server: {fault: reject}}", "events[0].server.for"),
+        ("- {at: 1s, server: {fault: drop, for: 1s}}", "events[0].server.for"),
+        ("- {at: 1s, server: {fault: stall, for: 2h}}", "events[0].server.for"),
+        ("- {at: 1s, command: \"\"}", "events[0].command"),
+        ("- {at: 1s, command: {timeout: 1s}}", "events[0].command.run"),
+        ("- {at: 1s, churn: {for: 1s}}", "events[0].churn.rate"),
+        ("- {at: 1s, churn: {rate: 0}}", "events[0].churn.rate"),
+        ("- {at: 1s, storm: {}, churn: {rate: 1}}", "events[0]"),
+        ("- {at: 1s}", "events[0]"),
+    ]
+    for (event, field) in cases {
+        do {
+            _ = try ScenarioLoader.parse(yaml: "target: embedded\nclients: 1\nduration: 10s\nevents:\n  \(event)\n", file: "e.yaml")
+            Issue.record("\(event) was accepted")
+        } catch {
+            #expect(error.field == field, "\(event): \(error)")
+            #expect(error.line == 5, "\(event): \(error)")
+        }
+    }
+}
