@@ -128,11 +128,11 @@ struct Serve: ParsableCommand {
             A WebSocket endpoint that broadcasts every {"message","user","userID"} it receives to
             every connected client, with the server's "date" and "id" added.
 
-            With --admin-port, a fault switch listens on 127.0.0.1 (only) at that port:
-              POST /fault/drop?mode=reset|close   drop every connection (RST, or a clean close)
-              POST /fault/reject?seconds=S        answer new connections 503 for S seconds
-              POST /fault/stall?seconds=S         hang the server for S seconds (0 < S <= 3600)
-              GET  /status                        statistics as JSON
+            With --admin-port, a fault switch listens on 127.0.0.1 only:
+              POST /fault/drop?mode=reset|close  drop every connection (RST or clean)
+              POST /fault/reject?seconds=S       answer new connections 503 for S s
+              POST /fault/stall?seconds=S        hang the server for S s (S <= 3600)
+              GET  /status                       statistics as JSON
 
             Example:
               stampede serve --port 8765          # then target ws://127.0.0.1:8765/chat
