@@ -8,7 +8,10 @@ import Glibc
 /// The reference chat server of workloads.md §2 on Stampede's own event loop: a WebSocket
 /// endpoint at `/chat` that broadcasts every valid client message, with the server's `date` and
 /// `id` added, to every connected client (the sender included). Invalid JSON is dropped and counted.
-public final class ChatServer: EventLoopHandler, @unchecked Sendable {
+///
+/// Faults (`apply(_:)`, on the loop thread) make it drop everyone, refuse new clients for a
+/// while, or hang, so runs can measure how clients recover.
+public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendable {
     public struct Statistics: Sendable, Equatable {
         public var accepted = 0
         public var upgraded = 0
@@ -18,14 +21,22 @@ public final class ChatServer: EventLoopHandler, @unchecked Sendable {
         public var framesBroadcast = 0
         public var protocolErrors = 0
         public var open = 0
+        /// Faults applied (`apply(_:)`), connections a drop fault ended, and upgrades a reject
+        /// fault answered with 503.
+        public var faultsApplied = 0
+        public var connectionsDropped = 0
+        public var requestsRejected = 0
     }
 
     enum State { case upgrading, open, closing }
     struct Peer {
+        let id: ConnectionID
         var state: State = .upgrading
         var receiver = WebSocketReceiver(role: .server, maxMessageBytes: 1 << 20)
         /// Position in `openPeers`, for O(1) removal.
         var openIndex = -1
+        /// When `closing` after a drop: the time to give up waiting for the client's close.
+        var closeDeadline: UInt64 = .max
     }
 
     public let loop: EventLoop
@@ -37,6 +48,15 @@ public final class ChatServer: EventLoopHandler, @unchecked Sendable {
     var random = FastRandom.fromSystem()
     var broadcast = ByteBuffer()
     var dateCache = DateCache()
+    var faults = FaultState()
+    /// Connections sent a close frame by a drop, waiting for the client's close (bounded by a timer).
+    var closingAfterDrop: [ConnectionID] = []
+
+    /// How long a client gets to answer a drop's close frame before its connection is closed anyway.
+    static let dropCloseGraceNs: UInt64 = 2_000_000_000
+    static let dropGraceTimer: UInt64 = 1
+    /// Close payload of a clean drop: 1012 "service restart" (RFC 6455 §7.4, IANA registry).
+    static let serviceRestartClose: [UInt8] = [0x03, 0xF4] + Array("service restart".utf8)
 
     /// Creates the server and starts listening on `address` (port 0 picks a free port).
     public init(loop: EventLoop, address: SocketAddress, path: String = "/chat") throws(LoopError) {
@@ -59,7 +79,7 @@ public final class ChatServer: EventLoopHandler, @unchecked Sendable {
     public func accepted(_ id: ConnectionID, listener: ConnectionID, loop: EventLoop) {
         let i = Int(id.index)
         if i >= peers.count { peers.append(contentsOf: repeatElement(nil, count: i + 1 - peers.count + 64)) }
-        peers[i] = Peer()
+        peers[i] = Peer(id: id)
         statistics.accepted += 1
     }
 
@@ -76,6 +96,12 @@ public final class ChatServer: EventLoopHandler, @unchecked Sendable {
                 reject(id, status: 400, reason: "Bad Request")
                 return buffer.count
             case .head(let head):
+                if let retryAfter = faults.rejectingSecondsLeft() {
+                    statistics.requestsRejected += 1
+                    peers[i] = nil
+                    FaultState.writeUnavailable(loop, id, retryAfter: retryAfter)
+                    return buffer.count
+                }
                 let target = head.target.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.target
                 guard target == path else {
                     reject(id, status: 404, reason: "Not Found")
@@ -106,20 +132,29 @@ public final class ChatServer: EventLoopHandler, @unchecked Sendable {
             case .fragment, .pong:
                 break
             case .message(let opcode, let range):
-                if opcode == .text { relay(UnsafeRawBufferPointer(rebasing: rest[range])) }
+                if opcode == .text && peer.state == .open { relay(UnsafeRawBufferPointer(rebasing: rest[range])) }
             case .assembledMessage(let opcode):
-                if opcode == .text {
+                if opcode == .text && peer.state == .open {
                     let assembled = peers[i]!.receiver.assembled
                     assembled.withUnsafeBytes { relay($0) }
                 }
             case .ping(let range):
-                sendFrame(id, .pong, UnsafeRawBufferPointer(rebasing: rest[range]))
+                if peer.state == .open { sendFrame(id, .pong, UnsafeRawBufferPointer(rebasing: rest[range])) }
+            case .close(_, _) where peer.state == .closing:
+                // The answer to a drop's close frame: the close handshake is complete.
+                peers[i] = nil
+                loop.close(id)
+                return buffer.count
             case .close(let code, _):
                 // Echo the close and drop TCP once it is written: the server closes first (RFC 6455 §7.1.1).
                 var be = (code ?? 1000).bigEndian
                 withUnsafeBytes(of: &be) { sendFrame(id, .close, code == nil ? UnsafeRawBufferPointer(start: nil, count: 0) : $0) }
                 leave(id)
                 loop.closeAfterFlush(id)
+                return buffer.count
+            case .fail where peer.state == .closing:
+                peers[i] = nil
+                loop.close(id)
                 return buffer.count
             case .fail(let failure):
                 statistics.protocolErrors += 1
@@ -140,7 +175,79 @@ public final class ChatServer: EventLoopHandler, @unchecked Sendable {
     }
 
     public func writable(_ id: ConnectionID, loop: EventLoop) {}
-    public func timerFired(token: UInt64, deadline: UInt64, loop: EventLoop) {}
+    public func timerFired(token: UInt64, deadline: UInt64, loop: EventLoop) {
+        guard token == Self.dropGraceTimer else { return }
+        // Clients that did not answer the drop's close frame in time are closed anyway. A later
+        // drop's connections, still in their grace period, stay for their own timer.
+        let now = EventLoop.now()
+        var kept: [ConnectionID] = []
+        for id in closingAfterDrop {
+            let i = Int(id.index)
+            guard loop.isAlive(id), i < peers.count, let peer = peers[i], peer.state == .closing else { continue }
+            if peer.closeDeadline <= now {
+                peers[i] = nil
+                loop.close(id)
+            } else {
+                kept.append(id)
+            }
+        }
+        closingAfterDrop = kept
+    }
+
+    // MARK: Faults
+
+    /// Acts out `fault` (see `TargetFault`). Call on the loop thread: `loop.execute { _ in server.apply(f) }`.
+    ///
+    /// A clean drop sends every open client a close frame with 1012 "service restart", stops
+    /// relaying to it, and closes once the client answers (or after two seconds); connections
+    /// still upgrading are closed. A reset drop sends RST on every connection. A stall blocks
+    /// the loop thread, starting after this iteration's output is written.
+    public func apply(_ fault: TargetFault) {
+        statistics.faultsApplied += 1
+        switch fault {
+        case .drop(let reset):
+            drop(reset: reset)
+        case .reject(let seconds):
+            faults.startRejecting(seconds: seconds)
+        case .stall(let seconds):
+            FaultState.stall(loop, seconds: seconds)
+        }
+    }
+
+    /// The statistics and the fault state as one JSON line. Call on the loop thread.
+    public func statusJSON() -> String {
+        "{\"server\":\"chat\",\"path\":\"\(path)\",\"port\":\(port),\"rejectingSeconds\":\(faults.rejectingSecondsLeft() ?? 0),"
+            + statisticsJSONMembers(statistics) + "}"
+    }
+
+    func drop(reset: Bool) {
+        let deadline = EventLoop.now() + Self.dropCloseGraceNs
+        var awaitingClose = false
+        for index in peers.indices {
+            guard let peer = peers[index] else { continue }
+            // Closing ones from an earlier drop are already gone as far as clients are concerned.
+            guard peer.state != .closing || reset else { continue }
+            let id = peer.id
+            leave(id)
+            guard loop.isAlive(id) else { continue }
+            if peer.state != .closing { statistics.connectionsDropped += 1 }
+            if reset || peer.state == .upgrading {
+                loop.close(id, reset: reset)
+                continue
+            }
+            Self.serviceRestartClose.withUnsafeBytes { sendFrame(id, .close, $0) }
+            loop.shutdownWriteAfterFlush(id)
+            var closing = peer
+            closing.state = .closing
+            closing.openIndex = -1
+            closing.closeDeadline = deadline
+            peers[index] = closing
+            closingAfterDrop.append(id)
+            awaitingClose = true
+        }
+        if reset { closingAfterDrop.removeAll() }
+        if awaitingClose { loop.schedule(at: deadline, token: Self.dropGraceTimer) }
+    }
 
     // MARK: Chat
 

@@ -29,10 +29,13 @@ import Glibc
 /// a WebSocket that drops is awaited for `disconnectTimeout` on the same id, and on its return
 /// both sides send Sequence and the unacked messages are replayed.
 ///
-/// Everything runs on the loop thread; `statisticsSnapshot()` and `shutdown()` (through
-/// `loop.execute`) are the ways in from other threads. Hostile input ends only the connection
+/// Faults (`apply(_:)`): drop every connection (Close with allowReconnect, or RST), answer
+/// requests that would start a connection with 503 for a while, or hang the loop.
+///
+/// Everything runs on the loop thread; `statisticsSnapshot()`, and `shutdown()` and `apply(_:)`
+/// (through `loop.execute`) are the ways in from other threads. Hostile input ends only the connection
 /// it arrived on, and is counted.
-public final class HubServer: EventLoopHandler, @unchecked Sendable {
+public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable {
     public struct Configuration: Sendable {
         /// A Ping goes to a WebSocket/SSE connection that had nothing sent to it for this long (s).
         public var keepAliveInterval: Double = 15
@@ -123,6 +126,11 @@ public final class HubServer: EventLoopHandler, @unchecked Sendable {
         public var reconnectsResumed = 0
         public var messagesReplayed = 0
         public var acksSent = 0
+        /// Faults applied (`apply(_:)`), hub connections a drop fault ended, and requests a
+        /// reject fault answered with 503.
+        public var faultsApplied = 0
+        public var connectionsDropped = 0
+        public var requestsRejected = 0
     }
 
     public let loop: EventLoop
@@ -153,6 +161,7 @@ public final class HubServer: EventLoopHandler, @unchecked Sendable {
     let idScratch = HubScratch(512)
     let broadcast = HubBroadcast()
     var isShutDown = false
+    var faults = FaultState()
 
     let keepAliveNs: UInt64
     let clientTimeoutNs: UInt64
@@ -191,6 +200,39 @@ public final class HubServer: EventLoopHandler, @unchecked Sendable {
     /// negotiates and transport requests get 503. Call on the loop thread (`loop.execute`).
     public func shutdown() {
         isShutDown = true
+        closeEveryone()
+    }
+
+    /// Acts out `fault` (see `TargetFault`). Call on the loop thread: `loop.execute { _ in server.apply(f) }`.
+    ///
+    /// Drops forget every connection, as a restarted server would: a clean drop sends open
+    /// connections Close with allowReconnect:true, then a WebSocket close frame, the end of the
+    /// SSE stream, or the answer to the open poll (a poll-less long-polling client finds the
+    /// Close on its next poll); a reset drop sends RST on every socket and says nothing. Reject
+    /// answers 503 to negotiates, WebSocket upgrades and requests for ids that have no
+    /// transport yet; requests of established SSE and long-polling connections go on. A stall
+    /// blocks the loop thread, starting after this iteration's output is written.
+    public func apply(_ fault: TargetFault) {
+        statistics.faultsApplied += 1
+        switch fault {
+        case .drop(let reset):
+            for case let c? in connections where !c.disposed && c.phase != .ended { statistics.connectionsDropped += 1 }
+            if reset { resetEveryone() } else { closeEveryone() }
+        case .reject(let seconds):
+            faults.startRejecting(seconds: seconds)
+        case .stall(let seconds):
+            FaultState.stall(loop, seconds: seconds)
+        }
+    }
+
+    /// The statistics and the fault state as one JSON line. Call on the loop thread.
+    public func statusJSON() -> String {
+        "{\"server\":\"hub\",\"path\":\"\(path)\",\"port\":\(port),\"rejectingSeconds\":\(faults.rejectingSecondsLeft() ?? 0),"
+            + statisticsJSONMembers(statistics) + "}"
+    }
+
+    /// Close with allowReconnect to open connections, then every transport and idle socket closed.
+    func closeEveryone() {
         for c in connections {
             guard let c, !c.disposed else { continue }
             if c.phase == .open {
@@ -203,6 +245,21 @@ public final class HubServer: EventLoopHandler, @unchecked Sendable {
             guard let s, s.mode == .http else { continue }
             loop.closeAfterFlush(s.id)
             forget(s)
+        }
+    }
+
+    /// RST on every socket, and every connection forgotten without a word.
+    func resetEveryone() {
+        for s in sockets {
+            guard let s else { continue }
+            loop.close(s.id, reset: true)
+            forget(s)
+        }
+        for c in connections {
+            guard let c, !c.disposed else { continue }
+            c.socket = nil
+            c.pollSocket = nil
+            dispose(c)
         }
     }
 
@@ -361,6 +418,11 @@ public final class HubServer: EventLoopHandler, @unchecked Sendable {
         let isNegotiate = !isHub && pathBytes.count == self.pathBytes.count + 10
             && HubBytes.equalsIgnoringCase(UnsafeRawBufferPointer(rebasing: pathBytes[0..<self.pathBytes.count]), self.pathBytes)
             && HubBytes.equalsIgnoringCase(UnsafeRawBufferPointer(rebasing: pathBytes[self.pathBytes.count...]), "/negotiate")
+        if faults.rejectingUntil != 0, let retryAfter = faults.rejectingSecondsLeft(), startsAConnection(head, buf, isHub: isHub) {
+            statistics.requestsRejected += 1
+            s.route = .unavailable(retryAfter: retryAfter)
+            return
+        }
         guard isHub || isNegotiate else {
             s.route = .reject(404, "Not Found", "Not Found")
             return
@@ -433,6 +495,16 @@ public final class HubServer: EventLoopHandler, @unchecked Sendable {
         }
     }
 
+    /// While a reject fault lasts: whether this request is one a new client would make (negotiate,
+    /// a WebSocket upgrade, a request for an id no transport has claimed, anything off the hub
+    /// path) rather than the next poll or send of an established connection.
+    func startsAConnection(_ head: HTTPRequestHead, _ buf: UnsafeRawBufferPointer, isHub: Bool) -> Bool {
+        guard isHub, head.value(forHeader: "Upgrade", in: buf) == nil,
+              let id = HTTPQuery.value(of: "id", inTarget: head.target, of: buf),
+              let c = lookup(UnsafeRawBufferPointer(rebasing: buf[id])) else { return true }
+        return c.transport == nil || c.phase == .ended
+    }
+
     /// A non-negative decimal without sign or junk, capped to keep it in range.
     static func decimal(_ raw: UnsafeRawBufferPointer) -> Int? {
         guard !raw.isEmpty, raw.count <= 9 else { return nil }
@@ -482,6 +554,10 @@ public final class HubServer: EventLoopHandler, @unchecked Sendable {
             respond(s, status: 400, reason: "Bad Request", text: "Bad Request")
         case .reject(let status, let reason, let text):
             respond(s, status: status, reason: reason, text: text)
+        case .unavailable(let retryAfter):
+            statistics.httpErrors += 1
+            FaultState.writeUnavailable(loop, s.id, retryAfter: retryAfter)
+            forget(s)
         case .negotiate:
             negotiate(s)
         case .webSocketWithoutNegotiate:
@@ -776,6 +852,8 @@ final class HubSocket {
     enum Route {
         case none
         case reject(Int, StaticString, String)
+        /// Refused by a reject fault: 503 with Retry-After, then close.
+        case unavailable(retryAfter: Int)
         case negotiate
         case webSocket
         case webSocketWithoutNegotiate

@@ -128,9 +128,17 @@ struct Serve: ParsableCommand {
             A WebSocket endpoint that broadcasts every {"message","user","userID"} it receives to
             every connected client, with the server's "date" and "id" added.
 
+            With --admin-port, a fault switch listens on 127.0.0.1 only:
+              POST /fault/drop?mode=reset|close  drop every connection (RST or clean)
+              POST /fault/reject?seconds=S       answer new connections 503 for S s
+              POST /fault/stall?seconds=S        hang the server for S s (S <= 3600)
+              GET  /status                       statistics as JSON
+
             Example:
               stampede serve --port 8765          # then target ws://127.0.0.1:8765/chat
               stampede serve --hub --port 5000    # then target http://127.0.0.1:5000/hub
+              stampede serve --port 8765 --admin-port 9100 &
+              curl -X POST 'http://127.0.0.1:9100/fault/drop?mode=reset'
             """)
 
     @Option(help: "Loopback address to listen on.")
@@ -148,10 +156,14 @@ struct Serve: ParsableCommand {
     @Option(help: "Stop by itself after this many seconds (0 = until Ctrl-C).")
     var maxSeconds: Double = 0
 
+    @Option(help: "Port of the fault switch on 127.0.0.1 (0 picks a free one; default: none).")
+    var adminPort: Int?
+
     func run() throws {
         guard let v4 = parseIPv4(host), v4 >> 24 == 127 else {
             throw ValidationError("--host must be a 127.x.x.x loopback address")
         }
+        if let p = adminPort, !(0...65535).contains(p) { throw ValidationError("--admin-port must be from 0 to 65535") }
         installSignalHandlers()
         let path = self.path ?? (hub ? "/hub" : "/chat")
         let loop: EventLoop
@@ -168,17 +180,29 @@ struct Serve: ParsableCommand {
             FileHandle.standardError.write(Data("error: cannot listen on \(host):\(port): \(error)\n".utf8))
             throw ExitCode(ExitStatus.runFailed)
         }
+        var admin: TargetAdmin?
+        if let adminPort {
+            let target: any FaultTarget = hubServer ?? chatServer!
+            do {
+                admin = try TargetAdmin(target: target, address: .ipv4(0x7F00_0001, port: UInt16(adminPort)))
+            } catch {
+                FileHandle.standardError.write(Data("error: cannot start the admin endpoint on 127.0.0.1:\(adminPort): \(error)\n".utf8))
+                throw ExitCode(ExitStatus.runFailed)
+            }
+        }
         loop.start(name: "stampede-serve")
         if let hubServer {
             print("listening on http://\(host):\(hubServer.port)\(path) (SignalR hub)")
         } else if let chatServer {
             print("listening on ws://\(host):\(chatServer.port)\(path)")
         }
+        if let admin { print("admin on http://127.0.0.1:\(admin.port)") }
         fflush(nil)
         let start = Date()
         while !interrupt.isRaised && (maxSeconds <= 0 || Date().timeIntervalSince(start) < maxSeconds) {
             Thread.sleep(forTimeInterval: 0.1)
         }
+        admin?.stop()
         if let stats = chatServer?.statisticsSnapshot() {
             print("served: \(stats.upgraded) connections, \(stats.messagesReceived) messages received, \(stats.framesBroadcast) frames broadcast, \(stats.invalidMessages) invalid")
         }

@@ -1,0 +1,227 @@
+import StampedeLoop
+import StampedeWire
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why a `TargetAdmin` could not start.
+public enum TargetAdminError: Error, Sendable, CustomStringConvertible {
+    /// The admin endpoint listens on 127.0.0.1 only: anyone who reaches it can break the server.
+    case notLocalhost(SocketAddress)
+    case listen(LoopError)
+
+    public var description: String {
+        switch self {
+        case .notLocalhost(let a): "the admin endpoint listens on 127.0.0.1 only, not \(a.description)"
+        case .listen(let e): "admin endpoint: \(e)"
+        }
+    }
+}
+
+/// The fault switch of a reference server: a small HTTP/1.1 endpoint on 127.0.0.1 only.
+///
+/// - `POST /fault/drop?mode=reset|close` (default reset): drop every connection.
+/// - `POST /fault/reject?seconds=S`: answer new connections 503 for S seconds.
+/// - `POST /fault/stall?seconds=S`: hang the server for S seconds (0 < S ≤ 3600).
+/// - `GET /status`: the server's statistics as JSON.
+///
+/// Replies are one-line JSON, each on its own connection (`Connection: close`): 200 once the
+/// fault is applied, 400 for a bad query, 404 for an unknown path, 405 for a wrong method.
+///
+/// It runs on its own loop and thread, so it answers even while the server it drives is
+/// stalled; but a request made during a stall is answered when the stall ends, since the
+/// stalled server can neither act on it nor report. A stall's own reply goes out first.
+public final class TargetAdmin: EventLoopHandler, @unchecked Sendable {
+    /// The bound port (useful with port 0).
+    public let port: UInt16
+    /// The admin's own loop.
+    public let loop: EventLoop
+    let target: any FaultTarget
+
+    struct Request {
+        var method: HTTPMethod?
+        var path = ""
+        var mode: String?
+        var seconds: String?
+    }
+
+    struct Client {
+        var parser = HTTPRequestParser(maxHeadBytes: 8 * 1024)
+        var request = Request()
+        /// The request is complete and its answer is on the way: ignore anything else sent.
+        var answered = false
+    }
+
+    var clients: [ConnectionID: Client] = [:]
+
+    /// Starts the endpoint on `address`, which must be 127.0.0.1 (port 0 picks a free port),
+    /// on a new loop thread, driving `target`.
+    public init(target: any FaultTarget, address: SocketAddress = .ipv4(0x7F00_0001, port: 0)) throws(TargetAdminError) {
+        guard case .ipv4(0x7F00_0001, let requestedPort) = address else { throw .notLocalhost(address) }
+        self.target = target
+        do {
+            loop = try EventLoop(index: 0)
+        } catch {
+            throw .listen(error)
+        }
+        switch loop.listen(on: .ipv4(0x7F00_0001, port: requestedPort), backlog: 64) {
+        case .success(let (_, p)): port = p
+        case .failure(let e): throw .listen(e)
+        }
+        loop.handler = self
+        loop.start(name: "stampede-admin")
+    }
+
+    /// Stops the endpoint's loop and waits for its thread (any thread but that loop's).
+    public func stop() {
+        loop.stop()
+        loop.join()
+    }
+
+    // MARK: EventLoopHandler
+
+    public func accepted(_ id: ConnectionID, listener: ConnectionID, loop: EventLoop) {
+        clients[id] = Client()
+    }
+
+    public func connectCompleted(_ id: ConnectionID, error: Int32, loop: EventLoop) {}
+
+    public func received(_ id: ConnectionID, buffer: UnsafeMutableRawBufferPointer, loop: EventLoop) -> Int {
+        guard var client = clients[id], !client.answered else { return buffer.count }
+        let all = UnsafeRawBufferPointer(buffer)
+        var offset = 0
+        defer { if clients[id] != nil { clients[id] = client } }
+        while offset <= all.count {
+            let rest = UnsafeRawBufferPointer(rebasing: all[offset...])
+            let (event, consumed) = client.parser.next(rest)
+            offset += consumed
+            switch event {
+            case .needMore:
+                return offset
+            case .head(let head):
+                client.request = Self.request(head, rest)
+            case .body:
+                break  // no endpoint takes a body
+            case .end:
+                client.answered = true
+                clients[id] = client
+                handle(id, client.request)
+                return all.count
+            case .error:
+                client.answered = true
+                reply(id, status: 400, reason: "Bad Request", body: #"{"ok":false,"error":"malformed HTTP request"}"#)
+                return all.count
+            }
+        }
+        return offset
+    }
+
+    public func closed(_ id: ConnectionID, reason: CloseReason, loop: EventLoop) {
+        clients[id] = nil
+    }
+
+    public func writable(_ id: ConnectionID, loop: EventLoop) {}
+    public func timerFired(token: UInt64, deadline: UInt64, loop: EventLoop) {}
+
+    // MARK: Requests
+
+    /// What the endpoints need from a head, copied out (the admin is not a hot path).
+    static func request(_ head: HTTPRequestHead, _ buf: UnsafeRawBufferPointer) -> Request {
+        var r = Request()
+        r.method = head.method
+        let t = head.target
+        var pathEnd = t.upperBound
+        for i in t where buf[i] == 0x3F || buf[i] == 0x23 { pathEnd = i; break }  // '?' '#'
+        r.path = String(decoding: UnsafeRawBufferPointer(rebasing: buf[t.lowerBound..<pathEnd]), as: UTF8.self)
+        func parameter(_ name: StaticString) -> String? {
+            guard let v = HTTPQuery.value(of: name, inTarget: t, of: buf) else { return nil }
+            let raw = UnsafeRawBufferPointer(rebasing: buf[v])
+            var decoded = [UInt8](repeating: 0, count: raw.count)
+            guard let n = decoded.withUnsafeMutableBytes({ HTTPPercentEncoding.decode(raw, into: $0, plusIsSpace: true) }) else { return "\u{FFFD}" }
+            return String(decoding: decoded[0..<n], as: UTF8.self)
+        }
+        r.mode = parameter("mode")
+        r.seconds = parameter("seconds")
+        return r
+    }
+
+    /// Seconds for reject and stall: a finite decimal with 0 < seconds ≤ 3600, else why not.
+    static func seconds(_ text: String?) -> (seconds: Double?, problem: String) {
+        guard let text else { return (nil, "missing seconds: add ?seconds=N with 0 < N <= 3600") }
+        guard let s = Double(text), s.isFinite else { return (nil, "seconds must be a number, 0 < seconds <= 3600") }
+        guard s > 0, s <= TargetFault.maxSeconds else { return (nil, "seconds must be > 0 and <= 3600") }
+        return (s, "")
+    }
+
+    func handle(_ id: ConnectionID, _ r: Request) {
+        let fault: TargetFault
+        switch r.path {
+        case "/status":
+            guard r.method == .get else { return wrongMethod(id, allowed: "GET") }
+            let target = self.target
+            target.loop.execute { [self] _ in
+                let json = target.statusJSON()
+                loop.execute { [self] _ in reply(id, status: 200, reason: "OK", body: json) }
+            }
+            return
+        case "/fault/drop":
+            guard r.method == .post else { return wrongMethod(id, allowed: "POST") }
+            switch r.mode {
+            case nil, "reset": fault = .drop(reset: true)
+            case "close": fault = .drop(reset: false)
+            default: return badRequest(id, "mode must be reset or close")
+            }
+        case "/fault/reject", "/fault/stall":
+            guard r.method == .post else { return wrongMethod(id, allowed: "POST") }
+            let parsed = Self.seconds(r.seconds)
+            guard let s = parsed.seconds else { return badRequest(id, parsed.problem) }
+            fault = r.path == "/fault/reject" ? .reject(seconds: s) : .stall(seconds: s)
+        default:
+            reply(id, status: 404, reason: "Not Found",
+                  body: #"{"ok":false,"error":"unknown path; try POST /fault/drop, /fault/reject, /fault/stall or GET /status"}"#)
+            return
+        }
+        let body: String
+        switch fault {
+        case .drop(let reset): body = #"{"ok":true,"fault":"drop","mode":"\#(reset ? "reset" : "close")"}"#
+        case .reject(let s), .stall(let s): body = #"{"ok":true,"fault":"\#(fault.name)","seconds":\#(s)}"#
+        }
+        // Answered from the server's loop once applied; a stall only starts after this task
+        // (it is queued behind it), so its reply is on its way before the server hangs.
+        let target = self.target
+        target.loop.execute { [self] _ in
+            target.apply(fault)
+            loop.execute { [self] _ in reply(id, status: 200, reason: "OK", body: body) }
+        }
+    }
+
+    func badRequest(_ id: ConnectionID, _ message: String) {
+        reply(id, status: 400, reason: "Bad Request", body: #"{"ok":false,"error":"\#(message)"}"#)
+    }
+
+    func wrongMethod(_ id: ConnectionID, allowed: StaticString) {
+        reply(id, status: 405, reason: "Method Not Allowed", body: #"{"ok":false,"error":"use \#(allowed)"}"#,
+              allow: allowed)
+    }
+
+    /// Writes a JSON reply and closes after it. Call on the admin loop.
+    func reply(_ id: ConnectionID, status: Int, reason: StaticString, body: String, allow: StaticString? = nil) {
+        let text = body + "\n"
+        var extra = allow.map { "Allow: \($0)\r\n" } ?? ""
+        extra += "Cache-Control: no-store\r\n"
+        let room = 256 + extra.utf8.count + text.utf8.count
+        let bodyBytes = Array(text.utf8)
+        let extraBytes = Array(extra.utf8)
+        loop.write(id, reserving: room) { p in
+            let out = UnsafeMutableRawBufferPointer(start: p, count: room)
+            guard let n = extraBytes.withUnsafeBytes({
+                HTTPResponseWriter.writeHead(into: out, status: status, reason: reason, contentType: "application/json",
+                                             body: .length(bodyBytes.count), connectionClose: true, extraHeaderLines: $0)
+            }) else { return 0 }
+            bodyBytes.withUnsafeBytes { (p + n).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            return n + bodyBytes.count
+        }
+        loop.closeAfterFlush(id)
+        clients[id] = nil
+    }
+}

@@ -1,0 +1,117 @@
+import CStampedeLinux
+import StampedeLoop
+import StampedeWire
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A failure the reference servers can be told to act out, so a run can watch how clients
+/// recover from a server that goes away, turns new clients away, or hangs.
+public enum TargetFault: Sendable, Equatable {
+    /// Every connection is dropped at once: abruptly (RST) when `reset`, else a clean close (WebSocket close 1012 "service restart" for chat; for the hub a SignalR Close message with allowReconnect true, then the transport closes — for WebSockets a close frame, for SSE/long polling end the stream/poll).
+    case drop(reset: Bool)
+    /// New connections are refused for `seconds`: answer the HTTP upgrade / negotiate / any request with `503 Service Unavailable` (with `Retry-After`) and close; existing connections go on.
+    case reject(seconds: Double)
+    /// The server stops reading and writing for `seconds` (like a GC pause or a hung process) and then carries on where it was.
+    case stall(seconds: Double)
+
+    /// Longest reject or stall accepted; longer ones are cut to this.
+    public static let maxSeconds: Double = 3600
+
+    /// A name for logs and replies: "drop", "reject" or "stall".
+    public var name: String {
+        switch self {
+        case .drop: "drop"
+        case .reject: "reject"
+        case .stall: "stall"
+        }
+    }
+}
+
+/// A reference server a `TargetAdmin` can drive: it runs on `loop`, and `apply` and
+/// `statusJSON` are called on that loop's thread.
+public protocol FaultTarget: AnyObject, Sendable {
+    /// The loop the server's connections live on.
+    var loop: EventLoop { get }
+    /// Acts out `fault`. Call on the loop thread.
+    func apply(_ fault: TargetFault)
+    /// The server's statistics as a one-line JSON object. Call on the loop thread.
+    func statusJSON() -> String
+}
+
+/// What both servers keep to act out faults.
+struct FaultState {
+    /// Monotonic ns until which new connections get 503 (0: not rejecting).
+    var rejectingUntil: UInt64 = 0
+
+    /// Seconds clamped to 0…`TargetFault.maxSeconds` (NaN counts as 0), in ns.
+    static func nanoseconds(_ seconds: Double) -> UInt64 {
+        guard seconds > 0 else { return 0 }
+        return UInt64(min(seconds, TargetFault.maxSeconds) * 1e9)
+    }
+
+    mutating func startRejecting(seconds: Double) {
+        rejectingUntil = EventLoop.now() + Self.nanoseconds(seconds)
+    }
+
+    /// Whole seconds left of the reject window, rounded up (for Retry-After); nil when not rejecting.
+    func rejectingSecondsLeft(now: UInt64 = EventLoop.now()) -> Int? {
+        guard now < rejectingUntil else { return nil }
+        return Int((rejectingUntil - now + 999_999_999) / 1_000_000_000)
+    }
+
+    /// Blocks `loop`'s thread for `seconds`, starting once the current iteration has flushed
+    /// what it wrote: queued as a task, so replies written now (the admin's "ok") still go out.
+    /// A blocked loop neither accepts, reads, writes nor fires timers, as a hung process would.
+    static func stall(_ loop: EventLoop, seconds: Double) {
+        let ns = nanoseconds(seconds)
+        guard ns > 0 else { return }
+        loop.execute { _ in
+            let deadline = EventLoop.now() + ns
+            while true {
+                let now = EventLoop.now()
+                guard now < deadline else { return }
+                // usleep takes at most a second's worth reliably; signals may cut it short.
+                _ = usleep(useconds_t(min((deadline - now) / 1000, 500_000)))
+            }
+        }
+    }
+
+    /// Writes a 503 with Retry-After that closes the connection, for a request refused by a reject fault.
+    static func writeUnavailable(_ loop: EventLoop, _ id: ConnectionID, retryAfter seconds: Int) {
+        let body: StaticString = "Service Unavailable: the server is refusing new connections for now.\n"
+        loop.write(id, reserving: 512) { p in
+            let out = UnsafeMutableRawBufferPointer(start: p, count: 512)
+            // "Retry-After: <seconds>\r\n", built in place so a refusal storm does not allocate.
+            return withUnsafeTemporaryAllocation(byteCount: 40, alignment: 1) { line -> Int in
+                var w = HTTPByteWriter(line)
+                w.append("Retry-After: ")
+                w.appendDecimal(max(1, seconds))
+                w.append("\r\n")
+                guard let lineLength = w.result,
+                      let n = HTTPResponseWriter.writeHead(into: out, status: 503, reason: "Service Unavailable",
+                                                           contentType: "text/plain; charset=utf-8",
+                                                           body: .length(body.utf8CodeUnitCount), connectionClose: true,
+                                                           extraHeaderLines: UnsafeRawBufferPointer(rebasing: line[0..<lineLength])),
+                      n + body.utf8CodeUnitCount <= out.count else { return 0 }
+                (p + n).copyMemory(from: body.utf8Start, byteCount: body.utf8CodeUnitCount)
+                return n + body.utf8CodeUnitCount
+            }
+        }
+        loop.closeAfterFlush(id)
+    }
+}
+
+/// Renders a statistics value (a struct of Ints and nested structs) as JSON object members,
+/// by reflection: the admin endpoint is not a hot path, and new counters show up by themselves.
+func statisticsJSONMembers(_ value: Any) -> String {
+    Mirror(reflecting: value).children.compactMap { child -> String? in
+        guard let label = child.label else { return nil }
+        switch child.value {
+        case let n as Int: return "\"\(label)\":\(n)"
+        case let b as Bool: return "\"\(label)\":\(b)"
+        case let d as Double: return "\"\(label)\":\(d.isFinite ? "\(d)" : "null")"
+        default: return "\"\(label)\":{\(statisticsJSONMembers(child.value))}"
+        }
+    }.joined(separator: ",")
+}
