@@ -266,8 +266,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         // A stalled client is frozen: it neither sends heartbeats nor judges the server.
         for k in plan.globalIndices.indices where ws.state(of: k) == .open && !ws.isReadingPaused(k) {
             if let timeout, now &- ws.lastReceivedNs(of: k) >= timeout, now > ws.lastReceivedNs(of: k) {
-                ws.metrics.error(.serverTimeout)
-                ws.abort(k, reset: false)
+                ws.abort(k, reset: false, reason: .serverTimeout)
                 continue
             }
             if let interval, now &- lastHeartbeatNs[k] >= interval {

@@ -161,11 +161,12 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
         }
     }
 
-    /// Drops the TCP connection without a close handshake (`reset`: RST instead of FIN).
-    public func abort(_ client: Int, reset: Bool) {
+    /// Drops the TCP connection without a close handshake (`reset`: RST instead of FIN), counted
+    /// as `reason` (a client-side reset, or the dead-server timeout that made the client give up).
+    public func abort(_ client: Int, reset: Bool, reason: ErrorClass = .connectionReset) {
         guard clients[client].state != .idle && clients[client].state != .ended else { return }
         loop.close(clients[client].connection, reset: reset)
-        end(client, .failed(.connectionReset))
+        end(client, .failed(reason))
     }
 
     /// A stalled client: stops (or resumes) reading its socket while the connection stays up.

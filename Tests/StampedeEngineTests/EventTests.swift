@@ -11,6 +11,7 @@ import Testing
 struct EventTests {
     @Test func stalledChatClientsReadAgainAfterTheStallAndLoseNothing() throws {
         var s = chatScenario(name: "stall-chat", clients: 10, duration: 2, rate: 40)
+        s.drainSeconds = 1
         s.events = [ScenarioEvent(atSeconds: 0.3, kind: .storm(fraction: 1, mode: .stall, stallSeconds: 0.8))]
         let o = try run(s)
         let storm = try #require(o.summary.storms.first)
@@ -37,6 +38,7 @@ struct EventTests {
 
     @Test func churnReplacesClientsWithNewUsersAndTheAccountingCloses() throws {
         var s = chatScenario(name: "churn-chat", clients: 20, duration: 2.5, rate: 40)
+        s.drainSeconds = 1
         s.events = [ScenarioEvent(atSeconds: 0.2, kind: .churn(ratePerSecond: 10, durationSeconds: 2))]
         let o = try run(s)
         let left = o.summary.counters["churn_left", default: 0]
@@ -76,6 +78,99 @@ struct EventTests {
         #expect(o.summary.files.contains("event-1-command.log"))
     }
 
+    @Test func aServerDropOnTheEmbeddedTargetIsRecoveredFromByEveryClient() throws {
+        var s = chatScenario(name: "server-drop-chat", clients: 12, duration: 2, rate: 24)
+        s.drainSeconds = 1
+        s.reconnect = .delays([0.1, 0.3, 0.5])
+        s.events = [ScenarioEvent(atSeconds: 0.5, kind: .server(.drop(reset: false)))]
+        let o = try run(s)
+        let event = try #require(o.summary.storms.first)
+        #expect(event.kind == "server" && event.mode == "drop close" && event.faultError == nil)
+        #expect(event.affected == 12 && event.recovered == 12)
+        #expect(o.summary.messages.accountingClosed)
+        #expect(event.connectPhaseMicros?["ws_upgrade"]?.during?.count ?? 0 >= 12, "the reconnects are in the event's window")
+        #expect(event.connectPhaseMicros?["ws_upgrade"]?.baseline?.count == 12, "the ramp-up is the baseline")
+
+        var h = hubScenario("server-drop-hub", target: .embedded, transport: .webSockets, protocolKind: .json, clients: 6,
+                            duration: 2, rate: 20, operation: .invoke, method: "Echo", arguments: [.stamp])
+        h.hub?.reconnect = .delays([0.1, 0.3, 0.5])
+        h.drainSeconds = 1
+        h.events = [ScenarioEvent(atSeconds: 0.5, kind: .server(.drop(reset: true)))]
+        let ho = try run(h)
+        let hubEvent = try #require(ho.summary.storms.first)
+        #expect(hubEvent.affected == 6 && hubEvent.recovered == 6)
+        #expect(ho.summary.messages.accountingClosed)
+    }
+
+    @Test func clientsRejectedWithA503KeepTryingUntilTheServerTakesThemAgain() throws {
+        var s = chatScenario(name: "server-reject", clients: 8, duration: 2.5, rate: 16)
+        s.drainSeconds = 1
+        s.reconnect = .exponential(initialSeconds: 0.1, maxSeconds: 0.2, attempts: 40, jitter: .none)
+        s.events = [ScenarioEvent(atSeconds: 0.3, kind: .server(.reject(seconds: 1))),
+                    ScenarioEvent(atSeconds: 0.4, kind: .server(.drop(reset: true)))]
+        let o = try run(s)
+        let drop = try #require(o.summary.storms.last)
+        #expect(drop.affected == 8 && drop.recovered == 8)
+        // Back no sooner than the rejection window allows (it ends 0.9 s after the drop).
+        #expect(try #require(drop.recoveryMs["p50"] ?? nil) >= 800)
+        #expect(o.summary.upgradeStatuses["503", default: 0] >= 8)
+        #expect(try #require(drop.attempts["p50"]) > 1)
+        #expect(o.summary.messages.accountingClosed)
+    }
+
+    /// `stampede serve --admin-port` in its own process, its faults driven by the scenario
+    /// through `target_admin`; an admin endpoint nobody answers is reported, not fatal.
+    @Test func serverEventsReachAServeProcessThroughItsAdminEndpoint() throws {
+        let serve = try BackgroundProcess(stampedeBinary.path, ["serve", "--port", "0", "--admin-port", "0", "--max-seconds", "60"])
+        defer { serve.stop() }
+        let listening = try serve.waitForLine(prefix: "listening on ", timeout: 20)
+        let adminLine = try serve.waitForLine(prefix: "admin on http://127.0.0.1:", timeout: 5)
+        let port = try #require(Int(listening.split(separator: ":").last!.split(separator: "/").first!))
+        let adminPort = try #require(Int(adminLine.split(separator: ":").last!))
+        var s = chatScenario(name: "serve-admin", target: .webSocket(url: WebSocketURL(host: "127.0.0.1", port: port, path: "/chat")),
+                             clients: 8, duration: 2, rate: 16)
+        s.drainSeconds = 1
+        s.reconnect = .delays([0.1, 0.3, 0.5])
+        s.targetAdmin = AdminEndpoint(host: "127.0.0.1", port: adminPort)
+        s.events = [ScenarioEvent(atSeconds: 0.5, kind: .server(.drop(reset: true)))]
+        let o = try run(s)
+        let event = try #require(o.summary.storms.first)
+        #expect(event.faultError == nil)
+        #expect(event.affected == 8 && event.recovered == 8)
+        #expect(o.summary.messages.accountingClosed)
+
+        s.targetAdmin = AdminEndpoint(host: "127.0.0.1", port: unusedPort())
+        let unreachable = try run(s)
+        #expect(unreachable.exitCode == 0)
+        #expect(unreachable.summary.storms.first?.faultError?.contains("cannot reach") == true)
+        #expect(unreachable.summary.storms.first?.affected == 0)
+    }
+
+    /// The event scenarios in scenarios/ run as shipped, with fewer clients.
+    @Test(arguments: ["reconnect-storm.yaml", "churn.yaml"])
+    func eventScenarioFilesRunAtASmallSize(_ file: String) throws {
+        var s = try ScenarioLoader.load(path: repositoryRoot.appendingPathComponent("scenarios/\(file)").path)
+        s.clients = 100
+        s.connectRate = 1000
+        s.drainSeconds = 1
+        s.durationSeconds = file == "churn.yaml" ? 7 : 5
+        let o = try run(s)
+        #expect(o.exitCode == 0)
+        #expect(o.summary.messages.accountingClosed && o.summary.messages.unaccounted == 0)
+        #expect(!o.summary.storms.isEmpty)
+        for event in o.summary.storms {
+            #expect(event.affected > 0 && event.recovered + event.gaveUp <= event.affected, "\(file) event \(event.number)")
+            let csv = try String(contentsOf: try #require(o.resultsFolder).appendingPathComponent(event.file), encoding: .utf8)
+            #expect(csv.hasPrefix("offset_ms,attempts,successes,recovered_total\n"))
+        }
+        if file == "reconnect-storm.yaml" {
+            #expect(o.summary.storms[0].recovered == 100)
+            #expect(o.summary.storms[0].recoveryMs["p100"] != .some(nil))
+        } else {
+            #expect(o.summary.counters["churn_left", default: 0] > 0)
+        }
+    }
+
     /// The done-when of the storm issue: a third-party chat server (Python websockets) restarted
     /// by the scenario's external trigger; every client comes back and the accounting closes.
     @Test func chatClientsRecoverWhenACommandRestartsAWebsocketsServer() throws {
@@ -84,6 +179,7 @@ struct EventTests {
             var s = chatScenario(name: "restart-websockets", target: .webSocket(url: WebSocketURL(host: "127.0.0.1", port: port, path: "/chat")),
                                  clients: 10, duration: 4, rate: 20)
             s.reconnect = .delays([0.2, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5])
+            s.drainSeconds = 1
             return s
         }
     }
