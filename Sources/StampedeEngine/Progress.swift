@@ -45,6 +45,13 @@ final class ProgressPrinter {
         }
     }
 
+    /// A one-off remark (not a progress figure), on its own line.
+    func note(_ text: String) {
+        guard style != .silent else { return }
+        finish()
+        FileHandle.standardError.write(Data(("note: " + text + "\n").utf8))
+    }
+
     func finish() {
         if wroteTerminalLine { FileHandle.standardError.write(Data("\n".utf8)) }
         wroteTerminalLine = false

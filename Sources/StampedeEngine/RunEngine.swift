@@ -30,6 +30,10 @@ public struct RunOptions: Sendable {
     /// Fault injection: at each offset (seconds into the message phase), abruptly reset the
     /// connections of the given fraction of connected clients.
     public var connectionDrops: [(atSeconds: Double, fraction: Double)] = []
+    /// The `stampede` executable, when this is the command line: with it, an embedded target
+    /// too large to share this process's file descriptors runs as `stampede serve` in a child
+    /// process instead.
+    public var stampedeExecutable: String? = nil
 
     public enum ProgressStyle: Sendable { case terminal, lines, silent }
 
@@ -96,7 +100,12 @@ public final class RunEngine {
         // Each client is one descriptor (hub clients on SSE or long polling two), and the embedded
         // server holds the other end in this process too.
         let perClient = scenario.workload == .hub && scenario.hub?.transports != [.webSockets] ? 2 : 1
-        let needed = scenario.clients * perClient * (embedded ? 2 : 1) + 64
+        var needed = scenario.clients * perClient * (embedded ? 2 : 1) + 64
+        if embedded && limit > 0 && needed > limit, options.stampedeExecutable != nil, scenario.clients * perClient + 64 <= limit {
+            // Both ends do not fit in one process: the reference target moves to a child process.
+            targetInChildProcess = true
+            needed = scenario.clients * perClient + 64
+        }
         if limit > 0 && needed > limit {
             throw RunSetupError("\(scenario.clients) clients need about \(needed) file descriptors \(embedded ? "(the embedded target holds the other end of every connection) " : "")but this process may open \(limit). Use fewer clients, run the target in its own process (stampede serve), or split the load over several stampede processes.")
         }
@@ -236,6 +245,12 @@ public final class RunEngine {
                                          maxMessageBytes: scenario.maxMessageBytes, sourceAddresses: sources))
         }
         switch (scenario.target, scenario.workload) {
+        case (.embedded, _) where targetInChildProcess:
+            let (address, port) = try startChildTarget()
+            switch scenario.workload {
+            case .chat: return webSocket(address, host: "127.0.0.1", path: "/chat")
+            case .hub: return .hub(address: address, base: HubURL(host: "127.0.0.1", port: port, path: "/hub", query: ""))
+            }
         case (.embedded, .chat):
             let loop = try startTargetLoop()
             do { chatServer = try ChatServer(loop: loop, address: .ipv4(0x7F00_0001, port: 0)) } catch {
@@ -315,6 +330,30 @@ public final class RunEngine {
         for l in loops { l.join() }
         serverLoop?.stop()
         serverLoop?.join()
+        childTarget?.stop()
+    }
+
+    /// Starts `stampede serve --admin-port 0` and reads where it listens.
+    func startChildTarget() throws(RunSetupError) -> (SocketAddress, Int) {
+        guard let executable = options.stampedeExecutable else { throw RunSetupError("no stampede executable to run the target in") }
+        var arguments = ["serve", "--port", "0", "--admin-port", "0",
+                         "--max-seconds", String(Int(scenario.durationSeconds + scenario.drainSeconds
+                                                     + Double(scenario.clients) / scenario.connectRate + scenario.connectTimeoutSeconds * 4 + 120))]
+        if scenario.workload == .hub { arguments.append("--hub") }
+        let child: ChildTarget
+        do { child = try ChildTarget(executable: executable, arguments: arguments) } catch {
+            throw RunSetupError("cannot start the target process: \(error)")
+        }
+        childTarget = child
+        guard let listening = child.waitForLine(prefix: "listening on ", seconds: 30),
+              let admin = child.waitForLine(prefix: "admin on http://127.0.0.1:", seconds: 5),
+              let port = Int(listening.split(separator: ":").last?.split(separator: "/").first ?? ""),
+              let adminPort = Int(admin.split(separator: ":").last ?? "") else {
+            throw RunSetupError("the target process did not start: \(child.errorOutput.suffix(500))")
+        }
+        childAdmin = AdminEndpoint(host: "127.0.0.1", port: adminPort)
+        progress.note("the embedded target runs in a child process (pid \(child.pid)): both ends of \(scenario.clients) connections do not fit in one process's file descriptors")
+        return (.ipv4(0x7F00_0001, port: UInt16(port)), port)
     }
 
     // MARK: Ticks and intervals
@@ -444,6 +483,9 @@ public final class RunEngine {
     var commandRuns: [Int: ExternalCommandRun] = [:]
     var faultErrors: [Int: String] = [:]
     var activeChurns: [ChurnState] = []
+    var targetInChildProcess = false
+    var childTarget: ChildTarget?
+    var childAdmin: AdminEndpoint?
 
     /// This process's resident memory (/proc/self/statm), bytes; 0 if unreadable.
     func residentBytes() -> UInt64 {

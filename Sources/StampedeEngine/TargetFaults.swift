@@ -3,6 +3,7 @@ import Foundation
 import StampedeLoop
 import StampedeScenario
 import StampedeTarget
+import Synchronization
 
 extension TargetFault {
     /// The scenario's `server` event as the reference target's fault.
@@ -19,6 +20,7 @@ extension RunEngine {
     /// Applies a `server` event: on the embedded target directly, or through the admin endpoint
     /// of a `stampede serve` target. Returns why it could not be applied, or nil.
     func applyServerFault(_ fault: ServerFault) -> String? {
+        if let admin = childAdmin { return AdminClient.post(admin, path: AdminClient.path(for: fault)) }
         if scenario.target != .embedded {
             guard let admin = scenario.targetAdmin else { return "no admin endpoint (target_admin) to send the fault to" }
             return AdminClient.post(admin, path: AdminClient.path(for: fault))
@@ -84,5 +86,65 @@ enum AdminClient {
         if (200..<300).contains(status) { return nil }
         let body = text.components(separatedBy: "\r\n\r\n").dropFirst().joined().trimmingCharacters(in: .whitespacesAndNewlines)
         return "the admin endpoint answered \(status): \(body.prefix(200))"
+    }
+}
+
+/// The reference target as `stampede serve` in a child process (when both ends of every
+/// connection do not fit in this one).
+final class ChildTarget: @unchecked Sendable {
+    let process = Process()
+    let lines = Mutex<[String]>([])
+    let errors = Mutex<String>("")
+
+    init(executable: String, arguments: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        Thread.detachNewThread { [self] in
+            var buffer = Data()
+            while true {
+                let chunk = out.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                buffer.append(chunk)
+                while let nl = buffer.firstIndex(of: 0x0A) {
+                    let line = String(decoding: buffer[buffer.startIndex..<nl], as: UTF8.self)
+                    buffer.removeSubrange(buffer.startIndex...nl)
+                    self.lines.withLock { $0.append(line) }
+                }
+            }
+        }
+        Thread.detachNewThread { [self] in
+            while true {
+                let chunk = err.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                self.errors.withLock { $0 += String(decoding: chunk, as: UTF8.self); if $0.count > 8192 { $0 = String($0.suffix(4096)) } }
+            }
+        }
+    }
+
+    var pid: Int32 { process.processIdentifier }
+    var errorOutput: String { errors.withLock { $0 } }
+
+    func waitForLine(prefix: String, seconds: Double) -> String? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if let line = lines.withLock({ $0.first { $0.hasPrefix(prefix) } }) { return line }
+            if !process.isRunning { return nil }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return nil
+    }
+
+    func stop() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        let deadline = Date().addingTimeInterval(3)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
     }
 }

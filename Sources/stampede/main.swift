@@ -105,6 +105,7 @@ struct Run: ParsableCommand {
         installSignalHandlers()
         let style: RunOptions.ProgressStyle = quiet ? .silent : (plain || isatty(STDERR_FILENO) == 0) ? .lines : .terminal
         var options = RunOptions(resultsRoot: URL(fileURLWithPath: results), progress: style, interrupt: interrupt)
+        options.stampedeExecutable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
         if let l = loops { options.loops = l }
         let targetText = s.target == .embedded ? "embedded target" : s.target.description
         FileHandle.standardError.write(Data("stampede \(RunEngine.version): \(s.name): \(s.clients) clients → \(targetText), \(options.loops) loop(s)\n".utf8))
