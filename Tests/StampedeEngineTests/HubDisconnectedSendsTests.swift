@@ -59,4 +59,28 @@ struct HubDisconnectedSendsTests {
         #expect(m.sent == m.delivered + m.failed + m.lost)
         #expect(m.accountingClosed)
     }
+
+    /// Closed model: nothing is due while disconnected (so nothing is dropped), and a client that
+    /// reconnects starts calling again (its chain used to stop at the drop).
+    @Test func closedModelClientsDropNothingAndCallAgainAfterTheReconnect() throws {
+        var s = stormScenario(.drop, delay: 0.2, duration: 3)
+        s.loadModel = .closed
+        s.thinkTimeSeconds = 0.05
+        let o = try run(s)
+        let m = o.summary.messages
+        #expect(o.exitCode == 0)
+        #expect(o.summary.storms.first?.recovered == 10)
+        #expect(m.lostByReason["dropped_while_disconnected"] == 0, "\(m.lostByReason)")
+        #expect(m.accountingClosed)
+        // Calls were sent well after the storm at 0.5 s.
+        let folder = try #require(o.resultsFolder)
+        let csv = try String(contentsOf: folder.appendingPathComponent("timeseries.csv"), encoding: .utf8)
+        var late: UInt64 = 0
+        for line in csv.split(separator: "\n").dropFirst() {
+            let cells = line.split(separator: ",")
+            guard cells.count > 2, let elapsed = Double(cells[0]), elapsed > 1.5 else { continue }
+            late += UInt64(cells[2]) ?? 0
+        }
+        #expect(late > 0)
+    }
 }
