@@ -309,12 +309,13 @@ public final class RunEngine {
                 workloads.append(ChatWorkload(ws: clients, plan: plan))
             case .hub(let address, let base):
                 let spec = scenario.hub ?? HubSpec()
-                let plan = HubPlan(totalClients: scenario.clients, globalIndices: mine, connectRate: scenario.connectRate,
+                var plan = HubPlan(totalClients: scenario.clients, globalIndices: mine, connectRate: scenario.connectRate,
                                    loadModel: scenario.loadModel, totalRate: scenario.message.ratePerSecond,
                                    thinkTimeNs: UInt64(scenario.thinkTimeSeconds * 1e9), messageSize: scenario.message.size, spec: spec,
                                    base: base, accessToken: token, extraHeaderLines: headerLines,
                                    connectTimeoutNs: UInt64(scenario.connectTimeoutSeconds * 1e9), maxMessageBytes: scenario.maxMessageBytes,
                                    sourceAddresses: scenario.sourceAddresses.compactMap(parseIPv4), runTag: runTag)
+                plan.whileDisconnected = scenario.whileDisconnected
                 switch spec.protocolKind {
                 case .json: workloads.append(HubClients<JSONHubProtocol>(loop: loop, plan: plan, address: address, random: random))
                 case .messagePack: workloads.append(HubClients<MessagePackHubProtocol>(loop: loop, plan: plan, address: address, random: random))

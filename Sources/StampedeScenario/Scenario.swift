@@ -40,8 +40,10 @@ public struct Scenario: Sendable, Equatable {
     public var reconnect: ReconnectSpec = .none
     /// Chat clients: application heartbeats, WebSocket pings, and dead-server detection.
     public var heartbeat: Heartbeat? = nil
-    /// Chat clients (open model): what happens to messages that fall due while a client is
-    /// reconnecting.
+    /// Chat and hub clients (open model): what happens to messages that fall due while a client
+    /// is reconnecting (hub clients: waiting for the reconnect delay, or restarting through
+    /// negotiate, transport, handshake and join; a stateful resume keeps its calls in the replay
+    /// buffer either way).
     public var whileDisconnected: DisconnectedSends = .drop
     /// Admin endpoint of a `stampede serve` target, for `server` events against it.
     public var targetAdmin: AdminEndpoint? = nil
@@ -243,6 +245,8 @@ public struct Heartbeat: Sendable, Equatable {
 public enum DisconnectedSends: String, Sendable, Equatable, CaseIterable {
     /// Counted as sent and lost (`dropped_while_disconnected`), as an app that does not queue.
     case drop
-    /// Kept and sent after the reconnect, with latency counted from their intended times.
+    /// Kept and sent after the reconnect, with latency counted from their intended times
+    /// (hub clients keep at most `HubPlan.maxQueuedWhileDisconnected` per client, 10,000; beyond
+    /// that the oldest is dropped and counted as with `drop`).
     case queue
 }

@@ -368,9 +368,6 @@ private struct Reader {
             scenario.reconnect = try reconnectSpec(node, field: "reconnect")
         }
         if let node = fields["while_disconnected"] {
-            guard workload == .chat else {
-                throw error(at: node, field: "while_disconnected", "only chat clients queue or drop messages while reconnecting")
-            }
             scenario.whileDisconnected = try choice(node, field: "while_disconnected")
         }
         if let node = fields["heartbeat"] {

@@ -788,6 +788,10 @@ func badTemplatesNameTheArgument(written: String, message: String) throws {
 @Test func whileDisconnectedIsLoaded() throws {
     let s = try ScenarioLoader.parse(yaml: "target: embedded\nclients: 1\nduration: 1s\nwhile_disconnected: queue\n", file: "w.yaml")
     #expect(s.whileDisconnected == .queue)
+    // Hub clients honour it too.
+    let hub = try ScenarioLoader.parse(
+        yaml: "workload: hub\ntarget: embedded\nclients: 1\nduration: 1s\nhub: {method: Echo}\nwhile_disconnected: queue\n", file: "w.yaml")
+    #expect(hub.whileDisconnected == .queue)
     #expect(throws: ScenarioError.self) {
         try ScenarioLoader.parse(yaml: "target: embedded\nclients: 1\nduration: 1s\nwhile_disconnected: buffer\n", file: "w.yaml")
     }

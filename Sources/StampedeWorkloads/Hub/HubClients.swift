@@ -27,6 +27,16 @@ public struct HubPlan: Sendable {
     public var maxMessageBytes: Int
     public var sourceAddresses: [UInt32]
     public var runTag: String
+    /// Open model: what happens to calls that fall due while a client is reconnecting (waiting
+    /// for its reconnect delay, or restarting: negotiate, transport, handshake, join). A stateful
+    /// resume is not a disconnect for this purpose: there, as in the official clients, the
+    /// connection stays Connected and calls wait in the replay buffer.
+    public var whileDisconnected: DisconnectedSends = .drop
+    /// `queue`: the most calls one client keeps while it reconnects. The queue is only a count
+    /// (sequence numbers; each call is written when it is sent), so this bounds the burst a
+    /// client sends when it is back, not memory; when it is full the oldest call is dropped and
+    /// counted (`dropped_while_disconnected`), as an app's bounded send queue would.
+    public var maxQueuedWhileDisconnected: UInt32 = 10_000
 
     public init(totalClients: Int, globalIndices: [Int], connectRate: Double, loadModel: LoadModel, totalRate: Double,
                 thinkTimeNs: UInt64, messageSize: Int, spec: HubSpec, base: HubURL, accessToken: String?,
@@ -85,9 +95,16 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         /// Hub bytes received but not yet a complete message.
         var inbound: [UInt8] = []
         var handshakeDone = false
+        /// Open model: the next sequence number to send, and the first not yet due; the calls in
+        /// between are due and not yet sent (deferred by backpressure, or queued while reconnecting).
         var nextSequence: UInt32 = 0
         var dueSequence: UInt32 = 0
         var scheduleStartNs: UInt64 = 0
+        /// The send chain's own epoch (the connection's `epoch` changes with every restart, and the
+        /// open-model chain goes on through a reconnect); replaced only when a chain is restarted.
+        var sendEpoch: UInt32 = 0
+        /// Open model: a send chain is running (a timer of `sendEpoch` is pending).
+        var sendChain = false
         var outstanding: UInt32 = 0
         var lastSentNs: UInt64 = 0
         var lastReceivedNs: UInt64 = 0
@@ -190,7 +207,10 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         for (k, g) in plan.globalIndices.enumerated() where clients[k].phase == .connected {
             let first = schedule.firstSend(start: startNs, globalIndex: g, random: &random)
             clients[k].scheduleStartNs = first
-            if schedule.isInPhase(first) { loop.schedule(at: first, token: token(.send, k, epoch: clients[k].epoch)) }
+            if schedule.isInPhase(first) {
+                loop.schedule(at: first, token: sendToken(k))
+                clients[k].sendChain = plan.loadModel == .open
+            }
         }
     }
 
@@ -201,6 +221,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     public func closeAll(lostReason: LossReason) {
         phase = .closing
         for k in clients.indices {
+            dropDue(k)  // due (queued or deferred) and never sent
             loseOutstanding(k, lostReason)
             switch clients[k].phase {
             case .idle, .ended: continue
@@ -218,6 +239,8 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         kind.rawValue << 52 | UInt64(epoch & 0xF_FFFF) << 32 | UInt64(client)
     }
 
+    @inline(__always) func sendToken(_ k: Int) -> UInt64 { token(.send, k, epoch: clients[k].sendEpoch) }
+
     public func timerFired(token: UInt64, deadline: UInt64, loop: EventLoop) {
         let k = Int(token & 0xFFFF_FFFF)
         let epoch = UInt32((token >> 32) & 0xF_FFFF)
@@ -226,15 +249,27 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             notYetStarted -= 1
             if phase == .rampUp { start(k) }
         case .send:
-            // A client that reconnected started a new send chain; the old one stops here.
-            guard phase == .messages, clients[k].phase == .connected, clients[k].epoch & 0xF_FFFF == epoch else { return }
+            // A chain that was replaced (a restarted schedule) stops here.
+            guard clients[k].sendEpoch & 0xF_FFFF == epoch else { return }
+            guard phase == .messages else { clients[k].sendChain = false; return }
             switch plan.loadModel {
             case .open:
-                clients[k].dueSequence += 1
-                sendDue(k)
+                if clients[k].phase == .connected {
+                    clients[k].dueSequence += 1
+                    sendDue(k)
+                } else if isReconnecting(k) {
+                    // Calls keep falling due while the client reconnects: dropped and counted, or
+                    // queued for after the handshake (issue 4, item 4).
+                    dueWhileDisconnected(k)
+                } else {
+                    clients[k].sendChain = false  // ended: nothing more is due
+                    return
+                }
                 let next = deadline + schedule.intervalNs
-                if schedule.isInPhase(next) { loop.schedule(at: next, token: token) }
+                if schedule.isInPhase(next) { loop.schedule(at: next, token: token) } else { clients[k].sendChain = false }
             case .closed:
+                // Closed model: nothing is due while disconnected; the chain starts again on reconnect.
+                guard clients[k].phase == .connected else { return }
                 let seq = clients[k].nextSequence
                 clients[k].nextSequence += 1
                 call(k, sequence: seq, intendedNs: deadline)
@@ -647,7 +682,10 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
 
     // MARK: Calls
 
+    /// Open model: sends every due call the connection has room for, each stamped with its own
+    /// intended time. Only once connected: calls due during a restart wait for the handshake (and join).
     func sendDue(_ k: Int) {
+        guard clients[k].phase == .connected else { return }
         while clients[k].nextSequence < clients[k].dueSequence {
             if clients[k].transport == .webSockets && loop.isBackedUp(clients[k].main) {
                 metrics.count(.sendsDeferred)
@@ -657,6 +695,35 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             call(k, sequence: seq, intendedNs: schedule.intended(first: clients[k].scheduleStartNs, sequence: seq))
             clients[k].nextSequence = seq + 1
         }
+    }
+
+    /// Whether client `k` is between losing its connection and having it back (its open-model
+    /// send chain goes on meanwhile).
+    @inline(__always)
+    func isReconnecting(_ k: Int) -> Bool {
+        clients[k].everConnected && (clients[k].phase == .waitingToReconnect || Self.isConnecting(clients[k].phase))
+    }
+
+    /// A call fell due while client `k` reconnects: `drop` counts it sent and lost now; `queue`
+    /// keeps it (only its sequence number) for after the reconnect, up to the queue's bound.
+    @inline(__always)
+    func dueWhileDisconnected(_ k: Int) {
+        clients[k].dueSequence += 1
+        switch plan.whileDisconnected {
+        case .drop: dropDue(k)
+        case .queue: dropDue(k, keeping: plan.maxQueuedWhileDisconnected)
+        }
+    }
+
+    /// Counts the calls that fell due and will not be sent — all but the newest `keeping` — as
+    /// sent and lost (`dropped_while_disconnected`), oldest first.
+    func dropDue(_ k: Int, keeping: UInt32 = 0) {
+        let pending = clients[k].dueSequence &- clients[k].nextSequence
+        guard clients[k].dueSequence > clients[k].nextSequence, pending > keeping else { return }
+        let n = pending - keeping
+        metrics.count(.messagesSent, UInt64(n))
+        metrics.lose(.droppedWhileDisconnected, UInt64(n))
+        clients[k].nextSequence += n
     }
 
     /// Makes the scenario's call, stamped: the stamp is the invocation id (so the reply carries
@@ -864,24 +931,45 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         metrics.count(Self.perTransport(clients[k].transport, .connectedWebSockets, .connectedServerSentEvents, .connectedLongPolling))
         if clients[k].everConnected {
             if clients[k].churnJoining {
-                // A new user, not a reconnect.
+                // A new user, not a reconnect: nothing was queued for it.
                 clients[k].churnJoining = false
                 metrics.count(.churnJoined)
             } else {
                 metrics.count(.reconnected)
                 stormRecovered(k)
             }
-            // A reconnected client rejoins the schedule where it is now.
-            if phase == .messages && plan.loadModel == .open && schedule.intervalNs > 0 {
-                let now = EventLoop.now()
-                let seqNow = now > clients[k].scheduleStartNs ? UInt32((now - clients[k].scheduleStartNs) / schedule.intervalNs) + 1 : 0
-                clients[k].nextSequence = max(clients[k].nextSequence, seqNow)
-                clients[k].dueSequence = clients[k].nextSequence
-                let next = schedule.intended(first: clients[k].scheduleStartNs, sequence: clients[k].nextSequence)
-                if schedule.isInPhase(next) { loop.schedule(at: next, token: token(.send, k, epoch: clients[k].epoch)) }
+            if phase == .messages {
+                switch plan.loadModel {
+                case .open:
+                    // The send chain went on during the gap: what was queued goes now, each call
+                    // with its own intended time. A client without a running chain rejoins the schedule.
+                    if !clients[k].sendChain { rejoinSchedule(k) }
+                    sendDue(k)
+                case .closed:
+                    clients[k].sendEpoch &+= 1
+                    if let next = schedule.nextAfterReply(now: EventLoop.now()) { loop.schedule(at: next, token: sendToken(k)) }
+                }
             }
         }
         clients[k].everConnected = true
+    }
+
+    /// Open model: a reconnected client whose send chain had stopped (it was not connected when
+    /// the message phase began) picks the schedule up where it is now; the calls before were
+    /// never due for it, so they are not counted.
+    func rejoinSchedule(_ k: Int) {
+        guard schedule.intervalNs > 0 else { return }
+        dropDue(k)  // nothing is pending without a chain; if something is, it is counted, not forgotten
+        let now = EventLoop.now()
+        let seqNow = now > clients[k].scheduleStartNs ? UInt32((now - clients[k].scheduleStartNs) / schedule.intervalNs) + 1 : 0
+        clients[k].nextSequence = max(clients[k].nextSequence, seqNow)
+        clients[k].dueSequence = clients[k].nextSequence
+        clients[k].sendEpoch &+= 1
+        let next = schedule.intended(first: clients[k].scheduleStartNs, sequence: clients[k].nextSequence)
+        if schedule.isInPhase(next) {
+            loop.schedule(at: next, token: sendToken(k))
+            clients[k].sendChain = true
+        }
     }
 
     func handle(_ k: Int, _ m: HubMessage, _ buffer: UnsafeRawBufferPointer) {
@@ -938,7 +1026,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
                 metrics.record(.roundTripUncorrected, nanoseconds: now &- stamp.actualNs)
             }
             if plan.loadModel == .closed && phase == .messages {
-                if let next = schedule.nextAfterReply(now: EventLoop.now()) { loop.schedule(at: next, token: token(.send, k, epoch: clients[k].epoch)) }
+                if let next = schedule.nextAfterReply(now: EventLoop.now()) { loop.schedule(at: next, token: sendToken(k)) }
             }
         case .streamItem:
             guard let idRange = m.invocationId, let stamp = ChatCodec.parseStamp(UnsafeRawBufferPointer(rebasing: buffer[idRange])) else { return }
@@ -1008,7 +1096,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         metrics.record(.roundTrip, nanoseconds: now &- stamp.intendedNs)
         metrics.record(.roundTripUncorrected, nanoseconds: now &- stamp.actualNs)
         if plan.loadModel == .closed && phase == .messages {
-            if let next = schedule.nextAfterReply(now: now) { loop.schedule(at: next, token: token(.send, k, epoch: clients[k].epoch)) }
+            if let next = schedule.nextAfterReply(now: now) { loop.schedule(at: next, token: sendToken(k)) }
         }
     }
 
@@ -1056,7 +1144,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
                 metrics.record(.roundTrip, nanoseconds: now &- stamp.intendedNs)
                 metrics.record(.roundTripUncorrected, nanoseconds: now &- stamp.actualNs)
                 if plan.loadModel == .closed && phase == .messages {
-                    if let next = schedule.nextAfterReply(now: now) { loop.schedule(at: next, token: token(.send, k, epoch: clients[k].epoch)) }
+                    if let next = schedule.nextAfterReply(now: now) { loop.schedule(at: next, token: sendToken(k)) }
                 }
             } else {
                 metrics.count(.fanoutReceived)
@@ -1113,6 +1201,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             stormAttempt(k)
             loop.schedule(at: EventLoop.now() + UInt64(delay * 1e9), token: token(.reconnect, k, epoch: clients[k].epoch))
         } else {
+            dropDue(k)  // queued calls that will never get a connection
             if clients[k].storm.storm >= 0 && phase != .closing {
                 storms[Int(clients[k].storm.storm)].gaveUp += 1
                 clients[k].storm = StormClientTrack()
@@ -1199,7 +1288,9 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             clients[k].mainState = .none
             clients[k].main = ConnectionID(index: .max, generation: 0)
             closeSide(k)
-            clients[k].epoch &+= 1  // the leaving user's send chain and timers end here
+            clients[k].epoch &+= 1  // the leaving user's timers end here…
+            clients[k].sendEpoch &+= 1  // …and so does its send chain: the joiner starts its own
+            clients[k].sendChain = false
             setPhase(k, .idle)
             metrics.count(.churnLeft)
             clients[k].churnGeneration &+= 1
