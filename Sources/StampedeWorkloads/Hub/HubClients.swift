@@ -1311,7 +1311,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         switch clients[k].transport {
         case .webSockets where clients[k].mainState == .wsOpen:
             var code = UInt16(1000).bigEndian
-            withUnsafeBytes(of: &code) { codeBytes in
+            _ = withUnsafeBytes(of: &code) { codeBytes in
                 loop.writeMaskedFrame(clients[k].main, opcode: .close, payload: codeBytes, key: UInt32(truncatingIfNeeded: random.next()))
             }
             loop.shutdownWriteAfterFlush(clients[k].main)
