@@ -54,7 +54,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     public private(set) var notYetStarted: Int
     let reconnectPolicy: ReconnectPolicy
     var everOpened: [Bool]
-    var reconnectAttempts: [Int]
+    var reconnectTimeline: [ReconnectTimeline]
     var sendEpoch: [UInt16]
     var waitingToReconnect = 0
     /// Clients between losing their connection and getting it back (their send chain goes on).
@@ -90,7 +90,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         notYetStarted = n
         reconnectPolicy = ReconnectPolicy(plan.reconnect)
         everOpened = Array(repeating: false, count: n)
-        reconnectAttempts = Array(repeating: 0, count: n)
+        reconnectTimeline = Array(repeating: ReconnectTimeline(), count: n)
         sendEpoch = Array(repeating: 0, count: n)
         reconnecting = Array(repeating: false, count: n)
         lastHeartbeatNs = Array(repeating: 0, count: n)
@@ -293,7 +293,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     }
 
     public func webSocketOpened(client k: Int) {
-        reconnectAttempts[k] = 0
+        reconnectTimeline[k].connected()
         let now = EventLoop.now()
         lastHeartbeatNs[k] = now
         lastPingNs[k] = now
@@ -385,11 +385,10 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
             storms[Int(watchIndex)].affected += 1
             stormTrack[k].storm = watchIndex
         }
-        if let delay = reconnectPolicy.nextDelay(previousAttempts: reconnectAttempts[k], unitRandom: ws.random.unit()) {
-            reconnectAttempts[k] += 1
+        if let next = reconnectTimeline[k].failed(atNs: EventLoop.now(), policy: reconnectPolicy, unitRandom: ws.random.unit()) {
             waitingToReconnect += 1
             reconnecting[k] = true
-            ws.schedule(at: EventLoop.now() + UInt64(delay * 1e9), applicationToken: token(.reconnect, k))
+            ws.schedule(at: next, applicationToken: token(.reconnect, k))
         } else {
             reconnecting[k] = false
             dropDue(k)  // queued messages that will never get a connection
@@ -457,7 +456,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         var r = FastRandom(seed: UInt64(g) &* 0x9E37_79B9 ^ 0x5EED &+ UInt64(churnGeneration[k]) &* 0x1_0000_0001)
         suffixes[k] = ChatCodec.clientSuffix(user: "\(plan.runTag)-user-\(g)-\(churnGeneration[k])", userID: r.uuidString())
         churnJoining[k] = true
-        reconnectAttempts[k] = 0
+        reconnectTimeline[k].connected()
         ws.connect(k)
     }
 

@@ -109,7 +109,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         var lastSentNs: UInt64 = 0
         var lastReceivedNs: UInt64 = 0
         var phaseStartNs: UInt64 = 0
-        var reconnectAttempts = 0
+        var reconnect = ReconnectTimeline()
         var everConnected = false
         /// Stateful reconnect (§6): numbered messages sent and received on this logical
         /// connection, the sent ones not yet acknowledged, and the resume bookkeeping.
@@ -926,7 +926,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
 
     func connected(_ k: Int) {
         setPhase(k, .connected)
-        clients[k].reconnectAttempts = 0
+        clients[k].reconnect.connected()
         metrics.count(.connected)
         metrics.count(Self.perTransport(clients[k].transport, .connectedWebSockets, .connectedServerSentEvents, .connectedLongPolling))
         if clients[k].everConnected {
@@ -1194,12 +1194,11 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         closeSide(k)
         clients[k].epoch &+= 1
         if reconnect && phase != .closing && failed != .handshakeFailed,
-           let delay = reconnectPolicy.nextDelay(previousAttempts: clients[k].reconnectAttempts, unitRandom: random.unit()) {
-            clients[k].reconnectAttempts += 1
+           let next = clients[k].reconnect.failed(atNs: EventLoop.now(), policy: reconnectPolicy, unitRandom: random.unit()) {
             setPhase(k, .waitingToReconnect)
             metrics.count(.reconnectAttempts)
             stormAttempt(k)
-            loop.schedule(at: EventLoop.now() + UInt64(delay * 1e9), token: token(.reconnect, k, epoch: clients[k].epoch))
+            loop.schedule(at: next, token: token(.reconnect, k, epoch: clients[k].epoch))
         } else {
             dropDue(k)  // queued calls that will never get a connection
             if clients[k].storm.storm >= 0 && phase != .closing {
@@ -1296,7 +1295,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             clients[k].churnGeneration &+= 1
             userNames[k] = Array("\(plan.runTag)-user-\(plan.globalIndices[k])-\(clients[k].churnGeneration)".utf8)
             clients[k].churnJoining = true
-            clients[k].reconnectAttempts = 0
+            clients[k].reconnect.connected()
             start(k)
             left += 1
         }

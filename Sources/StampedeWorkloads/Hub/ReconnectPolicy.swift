@@ -31,3 +31,23 @@ public struct ReconnectPolicy: Sendable, Equatable {
         return previousAttempts < delays.count ? delays[previousAttempts] : nil
     }
 }
+
+/// One client's reconnect schedule in absolute time: its attempts since it was last connected,
+/// and when the next one is due. The clock is an argument, so tests drive a client through a
+/// run of failures with made-up times; the workloads pass the loop's monotonic clock.
+public struct ReconnectTimeline: Sendable, Equatable {
+    /// Attempts scheduled since the client was last connected.
+    public private(set) var attempts = 0
+    public init() {}
+
+    /// The connection, or the last attempt, failed at `nowNs`: the time of the next attempt, or
+    /// nil when the policy gives up. Delays count from each failure, as in the SignalR clients.
+    public mutating func failed(atNs nowNs: UInt64, policy: ReconnectPolicy, unitRandom: Double) -> UInt64? {
+        guard let delay = policy.nextDelay(previousAttempts: attempts, unitRandom: unitRandom) else { return nil }
+        attempts += 1
+        return nowNs + UInt64(delay * 1e9)
+    }
+
+    /// Connected again: the next loss starts the policy from its first delay.
+    public mutating func connected() { attempts = 0 }
+}
