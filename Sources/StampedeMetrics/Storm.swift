@@ -52,3 +52,60 @@ public struct StormClientTrack: Sendable {
     public var attempts: Int32 = 0
     public init() {}
 }
+
+/// The events one workload's clients live through, as the chat and hub clients both keep them:
+/// each event's shard and instant, and the latest event that connection drops are put down to.
+/// Every method takes the client's own `StormClientTrack`, so the book holds nothing per client.
+public struct StormBook: Sendable {
+    public private(set) var shards: [StormShard] = []
+    var atNs: [UInt64] = []
+    /// The latest event: a client that loses its connection from then on counts as affected
+    /// by it (-1 before any event).
+    public private(set) var watchIndex: Int32 = -1
+    public init() {}
+
+    /// Event `index` happens at `atNs`; drops from now until the next event belong to it.
+    public mutating func watch(index: Int, atNs t: UInt64) {
+        while shards.count <= index { shards.append(StormShard()); atNs.append(t) }
+        atNs[index] = t
+        watchIndex = Int32(index)
+    }
+
+    /// Storm `index` hits this client (`watch` has opened it).
+    public mutating func hit(_ track: inout StormClientTrack, storm index: Int) {
+        shards[index].affected &+= 1
+        track = StormClientTrack()
+        track.storm = Int32(index)
+    }
+
+    /// The client lost its connection without a storm hitting it: one of the clients the
+    /// latest event affected, unless an event already counts it.
+    public mutating func dropped(_ track: inout StormClientTrack) {
+        guard track.storm < 0, watchIndex >= 0 else { return }
+        shards[Int(watchIndex)].affected &+= 1
+        track.storm = watchIndex
+    }
+
+    /// A reconnect attempt starts.
+    public mutating func attempt(_ track: inout StormClientTrack, nowNs: UInt64) {
+        guard track.storm >= 0 else { return }
+        track.attempts += 1
+        let s = Int(track.storm)
+        shards[s].recordAttempt(sinceEventNs: nowNs &- atNs[s])
+    }
+
+    /// The client is connected again (or reads again, after a stall its connection survived).
+    public mutating func recovered(_ track: inout StormClientTrack, nowNs: UInt64) {
+        guard track.storm >= 0 else { return }
+        let s = Int(track.storm)
+        shards[s].recordRecovery(sinceEventNs: nowNs &- atNs[s], attempts: Int(track.attempts))
+        track = StormClientTrack()
+    }
+
+    /// The client's reconnect policy gave up.
+    public mutating func gaveUp(_ track: inout StormClientTrack) {
+        guard track.storm >= 0 else { return }
+        shards[Int(track.storm)].gaveUp &+= 1
+        track = StormClientTrack()
+    }
+}

@@ -59,11 +59,9 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     var waitingToReconnect = 0
     /// Clients between losing their connection and getting it back (their send chain goes on).
     var reconnecting: [Bool]
-    public private(set) var storms: [StormShard] = []
+    var stormBook = StormBook()
+    public var storms: [StormShard] { stormBook.shards }
     var stormTrack: [StormClientTrack]
-    var stormAtNs: [UInt64] = []
-    /// The latest event: clients that lose their connection from then on count as affected by it.
-    var watchIndex: Int32 = -1
     /// Churn: clients leaving now to come back as new users, and those joining as new users.
     var churnLeaving: [Bool]
     var churnJoining: [Bool]
@@ -212,20 +210,12 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
             // The storm index rides in the epoch field: only the stall of that storm ends here.
             guard ws.isReadingPaused(k) else { return }
             ws.pauseReading(k, false)
-            if stormTrack[k].storm == Int32(epoch) {
-                let s = Int(epoch)
-                storms[s].recordRecovery(sinceEventNs: EventLoop.now() &- stormAtNs[s], attempts: 0)
-                stormTrack[k] = StormClientTrack()
-            }
+            if stormTrack[k].storm == Int32(epoch) { stormBook.recovered(&stormTrack[k], nowNs: EventLoop.now()) }
         case .reconnect:
             waitingToReconnect -= 1
             guard phase == .messages || phase == .draining || phase == .rampUp else { return }
             ws.metrics.count(.reconnectAttempts)
-            if stormTrack[k].storm >= 0 {
-                stormTrack[k].attempts += 1
-                let s = Int(stormTrack[k].storm)
-                storms[s].recordAttempt(sinceEventNs: EventLoop.now() &- stormAtNs[s])
-            }
+            stormBook.attempt(&stormTrack[k], nowNs: EventLoop.now())
             ws.connect(k)
         case .send:
             guard phase == .messages, sendEpoch[k] == epoch else { return }
@@ -305,11 +295,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
             rejoinSchedule(k)
         } else if everOpened[k] {
             ws.metrics.count(.reconnected)
-            if stormTrack[k].storm >= 0 {
-                let s = Int(stormTrack[k].storm)
-                storms[s].recordRecovery(sinceEventNs: EventLoop.now() &- stormAtNs[s], attempts: Int(stormTrack[k].attempts))
-                stormTrack[k] = StormClientTrack()
-            }
+            stormBook.recovered(&stormTrack[k], nowNs: EventLoop.now())
             if reconnecting[k] && plan.loadModel == .open {
                 // The send chain went on during the gap; queued messages go now, each with its intended time.
                 reconnecting[k] = false
@@ -380,11 +366,8 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         }
         // Reconnect while the run goes on, as long as the policy allows (never after a first connect failed).
         guard everOpened[k], phase == .messages || phase == .draining || phase == .rampUp else { return }
-        if stormTrack[k].storm < 0 && watchIndex >= 0 {
-            // Dropped by the server (or the network) after a server or command event: one of its affected clients.
-            storms[Int(watchIndex)].affected += 1
-            stormTrack[k].storm = watchIndex
-        }
+        // Dropped by the server (or the network) after a server or command event: one of its affected clients.
+        stormBook.dropped(&stormTrack[k])
         if let next = reconnectTimeline[k].failed(atNs: EventLoop.now(), policy: reconnectPolicy, unitRandom: ws.random.unit()) {
             waitingToReconnect += 1
             reconnecting[k] = true
@@ -392,20 +375,13 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         } else {
             reconnecting[k] = false
             dropDue(k)  // queued messages that will never get a connection
-            if stormTrack[k].storm >= 0 {
-                storms[Int(stormTrack[k].storm)].gaveUp += 1
-                stormTrack[k] = StormClientTrack()
-            }
+            stormBook.gaveUp(&stormTrack[k])
         }
     }
 
     /// Event `index` at `atNs`: from now until the next event, clients whose connection drops
     /// (a server fault, a restart by an external command) are counted as affected by it.
-    public func watch(index: Int, atNs: UInt64) {
-        while storms.count <= index { storms.append(StormShard()); stormAtNs.append(atNs) }
-        stormAtNs[index] = atNs
-        watchIndex = Int32(index)
-    }
+    public func watch(index: Int, atNs: UInt64) { stormBook.watch(index: index, atNs: atNs) }
 
     /// Storm `index`: `fraction` of the open clients lose their connection now (or, `.stall`,
     /// stop reading it for `stallNs`).
@@ -414,9 +390,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         for k in plan.globalIndices.indices where ws.state(of: k) == .open && !churnLeaving[k] {
             guard ws.random.unit() < fraction else { continue }
             if index >= 0 {
-                storms[index].affected += 1
-                stormTrack[k] = StormClientTrack()
-                stormTrack[k].storm = Int32(index)
+                stormBook.hit(&stormTrack[k], storm: index)
             }
             switch mode {
             case .reset: ws.abort(k, reset: true)

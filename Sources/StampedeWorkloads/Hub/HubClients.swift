@@ -158,10 +158,8 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     public private(set) var inFlightConnects = 0
     public private(set) var notYetStarted: Int
     public private(set) var totalOutstanding: UInt64 = 0
-    public private(set) var storms: [StormShard] = []
-    var stormAtNs: [UInt64] = []
-    /// The latest event: clients that lose their connection from then on count as affected by it.
-    var watchIndex: Int32 = -1
+    var stormBook = StormBook()
+    public var storms: [StormShard] { stormBook.shards }
 
     enum TimerKind: UInt64 { case connect = 1, send = 2, handshakeTimeout = 3, reconnect = 4, keepAliveSweep = 5, closeTimeout = 6, stallEnd = 7 }
 
@@ -1201,44 +1199,30 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             loop.schedule(at: next, token: token(.reconnect, k, epoch: clients[k].epoch))
         } else {
             dropDue(k)  // queued calls that will never get a connection
-            if clients[k].storm.storm >= 0 && phase != .closing {
-                storms[Int(clients[k].storm.storm)].gaveUp += 1
-                clients[k].storm = StormClientTrack()
-            }
+            if phase != .closing { stormBook.gaveUp(&clients[k].storm) }
             setPhase(k, .ended)
         }
     }
 
     func stormAttempt(_ k: Int) {
-        guard clients[k].storm.storm >= 0 else { return }
-        clients[k].storm.attempts += 1
-        let s = Int(clients[k].storm.storm)
-        storms[s].recordAttempt(sinceEventNs: EventLoop.now() &- stormAtNs[s])
+        stormBook.attempt(&clients[k].storm, nowNs: EventLoop.now())
     }
 
     func stormRecovered(_ k: Int) {
-        guard clients[k].storm.storm >= 0 else { return }
-        let s = Int(clients[k].storm.storm)
-        storms[s].recordRecovery(sinceEventNs: EventLoop.now() &- stormAtNs[s], attempts: Int(clients[k].storm.attempts))
-        clients[k].storm = StormClientTrack()
+        stormBook.recovered(&clients[k].storm, nowNs: EventLoop.now())
     }
 
     /// A connected client lost its connection after a server or command event: one of the
     /// clients that event affected (unless a storm already tracks it).
     func noteDropped(_ k: Int) {
-        guard watchIndex >= 0, clients[k].storm.storm < 0, clients[k].everConnected, phase != .closing,
+        guard clients[k].everConnected, phase != .closing,
               clients[k].phase == .connected || clients[k].phase == .joining else { return }
-        storms[Int(watchIndex)].affected += 1
-        clients[k].storm.storm = watchIndex
+        stormBook.dropped(&clients[k].storm)
     }
 
     /// Event `index` at `atNs`: from now until the next event, clients whose connection drops
     /// (a server fault, a restart by an external command) are counted as affected by it.
-    public func watch(index: Int, atNs: UInt64) {
-        while storms.count <= index { storms.append(StormShard()); stormAtNs.append(atNs) }
-        stormAtNs[index] = atNs
-        watchIndex = Int32(index)
-    }
+    public func watch(index: Int, atNs: UInt64) { stormBook.watch(index: index, atNs: atNs) }
 
     /// Storm `index`: `fraction` of the connected clients lose their connection now — an abrupt
     /// reset, or a clean client-side close (Close message, then the transport) — and reconnect
@@ -1249,9 +1233,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         for k in clients.indices where clients[k].phase == .connected && clients[k].mainState != .none {
             guard random.unit() < fraction else { continue }
             if index >= 0 {
-                storms[index].affected += 1
-                clients[k].storm = StormClientTrack()
-                clients[k].storm.storm = Int32(index)
+                stormBook.hit(&clients[k].storm, storm: index)
             }
             switch mode {
             case .reset:
