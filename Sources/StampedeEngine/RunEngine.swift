@@ -99,7 +99,8 @@ public final class RunEngine {
         let embedded = scenario.target == .embedded
         // Each client is one descriptor (hub clients on SSE or long polling two), and the embedded
         // server holds the other end in this process too.
-        let perClient = scenario.workload == .hub && scenario.hub?.transports != [.webSockets] ? 2 : 1
+        let perClient = scenario.workload == .hub && scenario.hub?.transports != [.webSockets] ? 2
+            : scenario.workload == .rest ? scenario.rest?.poolSize ?? 1 : 1
         var needed = scenario.clients * perClient * (embedded ? 2 : 1) + 64
         if embedded && limit > 0 && needed > limit, options.stampedeExecutable != nil, scenario.clients * perClient + 64 <= limit {
             // Both ends do not fit in one process: the reference target moves to a child process.
@@ -203,6 +204,10 @@ public final class RunEngine {
         totals.counters[Counter.fanoutExpected.rawValue] = expectsFanout ? totals[.messagesSent] * UInt64(max(0, openAtStart - 1)) : 0
         let processCPU = Double(cs_process_cpu_ns() - cpuAtStart) / 1e9
         let clientCPU = Double(clientLoopCPUNs) / 1e9
+        if scenario.workload == .rest, totals[.clientsStopped] > 0 {
+            let refused = totals.responseStatuses.filter { $0.key == 401 || $0.key == 403 }.values.reduce(0, +)
+            warnings.append("\(totals[.clientsStopped]) of \(scenario.clients) clients stopped polling" + (refused > 0 ? " (\(refused) answers 401/403: check the token)" : ""))
+        }
         let saturated = warnings.contains { $0.hasPrefix("generator") }
         var record = RunRecord(
             scenario: scenario, startedAt: startedAt, endedAt: Date(), partial: partialReason != nil || fatal != nil,
@@ -233,6 +238,8 @@ public final class RunEngine {
     enum Endpoint {
         case webSocket(WebSocketEndpoint)
         case hub(address: SocketAddress, base: HubURL)
+        /// A REST API: where to connect, the Host header's host and port, and the base path.
+        case rest(address: SocketAddress, host: String, port: Int, basePath: String)
     }
 
     func startTarget() throws(RunSetupError) -> Endpoint {
@@ -250,6 +257,7 @@ public final class RunEngine {
             switch scenario.workload {
             case .chat: return webSocket(address, host: "127.0.0.1", path: "/chat")
             case .hub: return .hub(address: address, base: HubURL(host: "127.0.0.1", port: port, path: "/hub", query: ""))
+            case .rest: return .rest(address: address, host: "127.0.0.1", port: port, basePath: "")
             }
         case (.embedded, .chat):
             let loop = try startTargetLoop()
@@ -268,6 +276,11 @@ public final class RunEngine {
         case (.webSocket(let url), .chat):
             guard let address = SocketAddress(host: url.host, port: url.port) else { throw RunSetupError("cannot use target address \(url)") }
             return webSocket(address, host: url.host, path: url.path)
+        case (.http(let url), .rest):
+            guard let address = SocketAddress(host: url.host, port: url.port) else { throw RunSetupError("cannot use target address \(scenario.target)") }
+            // The resources' paths follow the target's path ("http://127.0.0.1:8080/api" + "/items").
+            let base = url.path == "/" ? "" : String(url.path.hasSuffix("/") ? url.path.dropLast() : Substring(url.path))
+            return .rest(address: address, host: url.host, port: url.port, basePath: base)
         case (.http(let url), .hub):
             guard let address = SocketAddress(host: url.host, port: url.port) else { throw RunSetupError("cannot use target address \(scenario.target)") }
             let parts = url.path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
@@ -291,6 +304,9 @@ public final class RunEngine {
         if let source = scenario.hub?.accessToken {
             do { token = try ScenarioLoader.resolveToken(source, scenarioFile: scenario.file) } catch { throw RunSetupError("\(error)") }
         }
+        if let source = scenario.rest?.token {
+            do { token = try ScenarioLoader.resolveToken(source, scenarioFile: scenario.file, field: "rest.token") } catch { throw RunSetupError("\(error)") }
+        }
         let headerLines = Array(scenario.headers.map { "\($0.name): \($0.value)\r\n" }.joined().utf8)
         for i in 0..<count {
             let loop: EventLoop
@@ -307,6 +323,12 @@ public final class RunEngine {
                 plan.heartbeat = scenario.heartbeat
                 plan.whileDisconnected = scenario.whileDisconnected
                 workloads.append(ChatWorkload(ws: clients, plan: plan))
+            case .rest(let address, let host, let port, let basePath):
+                let plan = RestPlan(totalClients: scenario.clients, globalIndices: mine, connectRate: scenario.connectRate,
+                                    spec: scenario.rest ?? RestSpec(), address: address, host: host, port: port, basePath: basePath,
+                                    token: token, extraHeaderLines: headerLines, connectTimeoutNs: UInt64(scenario.connectTimeoutSeconds * 1e9),
+                                    sourceAddresses: scenario.sourceAddresses.compactMap(parseIPv4))
+                workloads.append(RestClients(loop: loop, plan: plan, random: random))
             case .hub(let address, let base):
                 let spec = scenario.hub ?? HubSpec()
                 var plan = HubPlan(totalClients: scenario.clients, globalIndices: mine, connectRate: scenario.connectRate,
@@ -452,7 +474,12 @@ public final class RunEngine {
                 warnings.append(String(format: "generator: timers ran %.1f ms late at %.0f s; latency figures include generator delay", Double(lag) / 1e6, elapsed))
             }
         }
-        let rtt = merged.histograms[LatencyMetric.roundTrip.rawValue]
+        var rtt = merged.histograms[LatencyMetric.roundTrip.rawValue]
+        if rtt.totalCount == 0 && scenario.workload == .rest {
+            // REST clients: the progress line's latency is the poll's, 2xx and 304 alike.
+            rtt = merged.histograms[LatencyMetric.http2xx.rawValue]
+            if merged.histograms[LatencyMetric.http3xx.rawValue].totalCount > 0 { rtt.add(merged.histograms[LatencyMetric.http3xx.rawValue]) }
+        }
         let fan = merged.histograms[LatencyMetric.fanout.rawValue]
         var sample = IntervalSample(
             elapsedSeconds: elapsed, openConnections: open, messagesSent: merged[.messagesSent],
@@ -590,6 +617,7 @@ public final class RunEngine {
         switch scenario.workload {
         case .chat: true
         case .hub: scenario.hub?.receiveMethod != nil && scenario.hub?.join == nil && scenario.hub?.operation != .stream
+        case .rest: false
         }
     }
 

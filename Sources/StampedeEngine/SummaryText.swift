@@ -40,6 +40,14 @@ public enum SummaryText {
             }
             if let problem = e.faultError { out.append("               fault not applied: \(problem)") }
         }
+        if let r = s.rest {
+            let statuses = r.byStatus.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+            out.append("  REST         requests \(r.requests)  answers \(statuses.isEmpty ? "none" : statuses)")
+            var line = "               304 ratio \(r.notModifiedRatio.map { String(format: "%.3f", $0) } ?? "-")  changed \(r.changed)  unprocessed \(r.unprocessed)  clients stopped \(r.clientsStopped)"
+            if let min = r.rateLimitRemainingMin { line += "  rate-limit remaining min \(min)" }
+            if let ra = r.retryAfterMaxSeconds { line += "  Retry-After max \(ra)s" }
+            out.append(line)
+        }
         if s.counters["churn_left", default: 0] > 0 {
             out.append("  churn        left \(s.counters["churn_left", default: 0])  joined \(s.counters["churn_joined", default: 0])")
         }

@@ -23,6 +23,15 @@ public enum LatencyMetric: Int, CaseIterable, Sendable, Codable {
     case streamItem
     /// Chat clients: WebSocket ping → its pong.
     case pingRoundTrip
+    /// REST clients: a poll's intended time → its whole response, by status class.
+    case http2xx
+    case http3xx
+    case http4xx
+    case http5xx
+    /// REST clients: request written → whole response, any status.
+    case httpUncorrected
+    /// REST clients: the server's change time of a resource → the first poll that saw it.
+    case staleness
 
     /// Key used in summary.json and file names.
     public var key: String {
@@ -37,6 +46,12 @@ public enum LatencyMetric: Int, CaseIterable, Sendable, Codable {
         case .handshake: "handshake"
         case .streamItem: "stream_item"
         case .pingRoundTrip: "ping_round_trip"
+        case .http2xx: "http_2xx"
+        case .http3xx: "http_3xx"
+        case .http4xx: "http_4xx"
+        case .http5xx: "http_5xx"
+        case .httpUncorrected: "http_uncorrected"
+        case .staleness: "staleness"
         }
     }
 }
@@ -88,6 +103,16 @@ public enum Counter: Int, CaseIterable, Sendable, Codable {
     /// Churn events: clients that left (a clean close), and new clients that joined in their place.
     case churnLeft
     case churnJoined
+    /// REST clients: 304 answers, changed representations, answers no processor handled,
+    /// clients stopped (an auth failure or a stopping processor), redirects followed, and
+    /// answers that carried rate-limit headers or a Retry-After.
+    case notModified
+    case changed
+    case unprocessed
+    case clientsStopped
+    case redirectsFollowed
+    case rateLimitHeadersSeen
+    case retryAfterSeen
 
     public var key: String {
         switch self {
@@ -121,6 +146,13 @@ public enum Counter: Int, CaseIterable, Sendable, Codable {
         case .sentLongPolling: "sent_long_polling"
         case .churnLeft: "churn_left"
         case .churnJoined: "churn_joined"
+        case .notModified: "not_modified"
+        case .changed: "changed"
+        case .unprocessed: "unprocessed"
+        case .clientsStopped: "clients_stopped"
+        case .redirectsFollowed: "redirects_followed"
+        case .rateLimitHeadersSeen: "rate_limit_headers_seen"
+        case .retryAfterSeen: "retry_after_seen"
         }
     }
 }
@@ -185,6 +217,8 @@ public enum ErrorClass: Int, CaseIterable, Sendable, Codable {
     case hubError
     /// A Completion whose result is not the one the scenario expects (`expect`).
     case unexpectedReply
+    /// REST clients: no first byte, or no whole response, within the scenario's timeouts.
+    case responseTimeout
 
     public var key: String {
         switch self {
@@ -209,6 +243,7 @@ public enum ErrorClass: Int, CaseIterable, Sendable, Codable {
         case .serverTimeout: "server_timeout"
         case .hubError: "hub_error"
         case .unexpectedReply: "unexpected_reply"
+        case .responseTimeout: "response_timeout"
         }
     }
 }
@@ -234,6 +269,12 @@ public struct MetricsShard: Sendable {
     /// rest counted under "(other)". Rare path: a dictionary is fine here.
     public var hubErrorMessages: [String: UInt64]
     public var histograms: [LatencyHistogram]
+    /// REST clients: answers by HTTP status (a handful of keys: no allocation once seen).
+    public var responseStatuses: [Int: UInt64] = [:]
+    /// REST clients: the lowest `X-RateLimit-Remaining` and the longest `Retry-After` (seconds)
+    /// seen; `.max` / 0 when none.
+    public var rateLimitRemainingMin: UInt64 = .max
+    public var retryAfterMaxSeconds: UInt64 = 0
     public static let maxDistinctHubErrors = 100
 
     public init() {
@@ -274,6 +315,9 @@ public struct MetricsShard: Sendable {
         for i in errors.indices { errors[i] &+= other.errors[i] }
         for (k, v) in other.upgradeStatuses { upgradeStatuses[k, default: 0] &+= v }
         for (k, v) in other.hubErrorMessages { countHubError(k, v) }
+        for (k, v) in other.responseStatuses { responseStatuses[k, default: 0] &+= v }
+        rateLimitRemainingMin = min(rateLimitRemainingMin, other.rateLimitRemainingMin)
+        retryAfterMaxSeconds = max(retryAfterMaxSeconds, other.retryAfterMaxSeconds)
         for i in histograms.indices where other.histograms[i].totalCount > 0 { histograms[i].add(other.histograms[i]) }
     }
 
@@ -284,6 +328,9 @@ public struct MetricsShard: Sendable {
         for i in errors.indices { errors[i] = 0 }
         upgradeStatuses.removeAll(keepingCapacity: true)
         hubErrorMessages.removeAll(keepingCapacity: true)
+        responseStatuses.removeAll(keepingCapacity: true)
+        rateLimitRemainingMin = .max
+        retryAfterMaxSeconds = 0
         for i in histograms.indices { histograms[i].reset() }
     }
 }

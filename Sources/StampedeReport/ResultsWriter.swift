@@ -112,7 +112,25 @@ public enum ResultsWriter {
             files: fileNames(for: t) + record.storms.flatMap { [stormFileName($0.number)] + ($0.command != nil ? [commandLogFileName($0.number)] : []) },
             counters: Dictionary(uniqueKeysWithValues: Counter.allCases.map { ($0.key, t[$0]) }),
             hubErrors: t.hubErrorMessages,
-            storms: record.storms.map { stormSummary($0, baseline: record.baselineConnectPhase) })
+            storms: record.storms.map { stormSummary($0, baseline: record.baselineConnectPhase) }, rest: restSummary(record))
+    }
+
+    static func restSummary(_ record: RunRecord) -> RunSummary.Rest? {
+        guard record.scenario.workload == .rest else { return nil }
+        let t = record.totals
+        let statuses = t.responseStatuses.filter { $0.value > 0 }
+        let answered = statuses.values.reduce(0, +)
+        let ok = statuses.filter { $0.key / 100 == 2 }.values.reduce(0, +)
+        let notModified = statuses[304] ?? 0
+        let phase = record.phaseSeconds.messages
+        return RunSummary.Rest(
+            requests: t[.messagesSent], byStatus: Dictionary(uniqueKeysWithValues: statuses.map { (String($0.key), $0.value) }),
+            notModifiedRatio: ok + notModified > 0 ? rounded(Double(notModified) / Double(ok + notModified)) : nil,
+            changed: t[.changed], unprocessed: t[.unprocessed], clientsStopped: t[.clientsStopped], redirectsFollowed: t[.redirectsFollowed],
+            rateLimitHeadersSeen: t[.rateLimitHeadersSeen], rateLimitRemainingMin: t.rateLimitRemainingMin == .max ? nil : t.rateLimitRemainingMin,
+            retryAfterSeen: t[.retryAfterSeen], retryAfterMaxSeconds: t[.retryAfterSeen] > 0 ? t.retryAfterMaxSeconds : nil,
+            responsesPerSecond: phase > 0 ? rounded(Double(answered) / phase) : 0,
+            cpuMicrosPerResponse: answered > 0 ? rounded(finite(record.generator.clientLoopCPUSeconds) * 1e6 / Double(answered)) : nil)
     }
 
     static func rssPerConnection(_ record: RunRecord) -> Double? {
@@ -332,9 +350,9 @@ extension LatencyMetric {
     /// How this metric relates to coordinated omission (the exhaustive switch forces a decision for new metrics).
     public var correction: LatencyCorrectionKind {
         switch self {
-        case .roundTrip, .fanout, .streamItem: .corrected
-        case .roundTripUncorrected, .fanoutUncorrected: .uncorrected
-        case .tcpConnect, .upgrade, .negotiate, .handshake, .pingRoundTrip: .notApplicable
+        case .roundTrip, .fanout, .streamItem, .http2xx, .http3xx, .http4xx, .http5xx: .corrected
+        case .roundTripUncorrected, .fanoutUncorrected, .httpUncorrected: .uncorrected
+        case .tcpConnect, .upgrade, .negotiate, .handshake, .pingRoundTrip, .staleness: .notApplicable
         }
     }
 
@@ -343,7 +361,8 @@ extension LatencyMetric {
         switch self {
         case .roundTrip: .roundTripUncorrected
         case .fanout: .fanoutUncorrected
-        case .roundTripUncorrected, .fanoutUncorrected, .tcpConnect, .upgrade, .negotiate, .handshake, .streamItem, .pingRoundTrip: nil
+        case .http2xx: .httpUncorrected
+        default: nil
         }
     }
 }

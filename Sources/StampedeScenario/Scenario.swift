@@ -45,6 +45,8 @@ public struct Scenario: Sendable, Equatable {
     /// negotiate, transport, handshake and join; a stateful resume keeps its calls in the replay
     /// buffer either way).
     public var whileDisconnected: DisconnectedSends = .drop
+    /// REST workloads only: what each client polls and how it reads the answers.
+    public var rest: RestSpec? = nil
     /// Admin endpoint of a `stampede serve` target, for `server` events against it.
     public var targetAdmin: AdminEndpoint? = nil
 
@@ -109,6 +111,8 @@ public enum Workload: String, Sendable, Equatable, CaseIterable {
     case chat
     /// SignalR hub clients (workloads.md §1); needs a `hub` section.
     case hub
+    /// ETag-polling REST clients (workloads.md §5); needs a `rest` section.
+    case rest
 }
 
 public enum LoadModel: String, Sendable, Equatable, CaseIterable {

@@ -163,7 +163,11 @@ private enum Keys {
     static let topLevel = [
         "name", "target", "workload", "clients", "connect_rate", "duration", "message", "load_model", "think_time",
         "seed", "drain", "connect_timeout", "headers", "subprotocol", "max_message_size", "source_addresses", "hub",
-        "events", "reconnect", "heartbeat", "while_disconnected", "target_admin",
+        "events", "reconnect", "heartbeat", "while_disconnected", "target_admin", "rest",
+    ]
+    static let rest = [
+        "token", "interval", "pool", "first_byte_timeout", "response_timeout", "max_response_size", "redirects", "staleness",
+        "resources",
     ]
     static let message = ["rate", "size"]
     static let hub = [
@@ -330,7 +334,26 @@ private struct Reader {
             throw error(at: node, field: "target", problem)
         }
         var hub: HubSpec?
+        var rest: RestSpec?
+        if workload != .rest, let keyNode = fields.keyNode("rest") {
+            throw error(at: keyNode, field: "rest",
+                        "only for workload rest (this scenario's workload is '\(workload.rawValue)'): remove the section or set 'workload: rest'")
+        }
         switch workload {
+        case .rest:
+            guard let node = fields["rest"] else {
+                throw error(at: fields["workload"] ?? root, field: "rest",
+                            "missing required field 'rest': workload 'rest' needs a 'rest' section listing the 'resources' "
+                                + "each client polls (see scenarios/rest-poll-etag.yaml)")
+            }
+            if let keyNode = fields.keyNode("hub") {
+                throw error(at: keyNode, field: "hub", "only for workload hub (this scenario's workload is 'rest')")
+            }
+            rest = try restSpec(node)
+            if rest?.token != nil, let header = headers.first(where: { $0.name.lowercased() == "authorization" }),
+               let tokenNode = fields["rest"]?.mapping?["token"] {
+                throw error(at: tokenNode, field: "rest.token", "both rest.token and the '\(header.name)' header are given: keep only one of them")
+            }
         case .chat:
             if let keyNode = fields.keyNode("hub") {
                 throw error(
@@ -361,9 +384,11 @@ private struct Reader {
             durationSeconds: duration, message: message, loadModel: loadModel, thinkTimeSeconds: thinkTime, seed: seed,
             drainSeconds: drain, connectTimeoutSeconds: connectTimeout, headers: headers, subprotocol: subprotocol,
             maxMessageBytes: maxMessageBytes, sourceAddresses: sourceAddresses, hub: hub)
+        scenario.rest = rest
         if let node = fields["reconnect"] {
             guard workload == .chat else {
-                throw error(at: node, field: "reconnect", "hub clients take their policy from 'hub.reconnect'")
+                throw error(at: node, field: "reconnect", workload == .hub ? "hub clients take their policy from 'hub.reconnect'"
+                            : "REST clients open a new connection when they need one; there is nothing to reconnect")
             }
             scenario.reconnect = try reconnectSpec(node, field: "reconnect")
         }
@@ -372,7 +397,8 @@ private struct Reader {
         }
         if let node = fields["heartbeat"] {
             guard workload == .chat else {
-                throw error(at: node, field: "heartbeat", "hub clients use 'hub.keep_alive' and 'hub.server_timeout'")
+                throw error(at: node, field: "heartbeat", workload == .hub ? "hub clients use 'hub.keep_alive' and 'hub.server_timeout'"
+                            : "REST clients have no heartbeat: their polls are the traffic")
             }
             guard case .mapping(let m) = node else {
                 throw error(at: node, field: "heartbeat", "expected {interval: 3m, text: heart, ping_interval: 20s, timeout: 60s}, got \(describe(node))")
@@ -516,6 +542,105 @@ private struct Reader {
             guard command.timeoutSeconds <= 3600 else { throw error(at: n, field: "\(field).timeout", "expected at most 1h, got \(describe(n))") }
         }
         return command
+    }
+
+    /// The `rest` section: credentials, timing, limits and the resources with their processors.
+    private func restSpec(_ node: Node) throws(ScenarioError) -> RestSpec {
+        let m = try mappingNode(node, field: "rest", expecting: "a mapping with at least 'resources'")
+        let f = try Fields(m, path: "rest", known: Keys.rest, reader: self)
+        var spec = RestSpec()
+        if let n = f["token"] { spec.token = try tokenSource(n, field: "rest.token") }
+        if let n = f["interval"] { spec.intervalSeconds = try duration(n, field: "rest.interval", allowZero: false) }
+        if let n = f["pool"] { spec.poolSize = try integer(n, field: "rest.pool", in: 1...64) }
+        if let n = f["first_byte_timeout"] { spec.firstByteTimeoutSeconds = try duration(n, field: "rest.first_byte_timeout", allowZero: false) }
+        if let n = f["response_timeout"] { spec.responseTimeoutSeconds = try duration(n, field: "rest.response_timeout", allowZero: false) }
+        if let n = f["max_response_size"] { spec.maxResponseBytes = try byteSize(n, field: "rest.max_response_size", in: 1024...1_073_741_824) }
+        if let n = f["redirects"] { spec.maxRedirects = try integer(n, field: "rest.redirects", in: 0...10) }
+        if let n = f["staleness"] {
+            let sm = try mappingNode(n, field: "rest.staleness", expecting: "{header: X-Changed-At} or {field: changed_at}")
+            let sf = try Fields(sm, path: "rest.staleness", known: ["header", "field"], reader: self)
+            switch (sf["header"], sf["field"]) {
+            case (let h?, nil):
+                let name = try string(h, field: "rest.staleness.header", expecting: "a header name")
+                guard !name.isEmpty, name.unicodeScalars.allSatisfy(isTokenCharacter) else {
+                    throw error(at: h, field: "rest.staleness.header", "expected a header name, got \(describe(h))")
+                }
+                spec.staleness = .header(name)
+            case (nil, let j?):
+                spec.staleness = .field(try string(j, field: "rest.staleness.field", expecting: "a top-level JSON field name"))
+            default:
+                throw error(at: n, field: "rest.staleness", "give either 'header' or 'field'")
+            }
+        }
+        guard let resourcesNode = f["resources"] else {
+            throw error(at: node, field: "rest.resources", "missing required field 'resources' (the paths each client polls)")
+        }
+        guard case .sequence(let items) = resourcesNode, !items.isEmpty else {
+            throw error(at: resourcesNode, field: "rest.resources", "expected a list of resources like '- path: /api/items', got \(describe(resourcesNode))")
+        }
+        for (index, item) in items.enumerated() {
+            let path = "rest.resources[\(index)]"
+            if case .scalar = item {
+                spec.resources.append(RestResource(path: try resourcePath(item, field: path)))
+                continue
+            }
+            let rm = try mappingNode(item, field: path, expecting: "a path, or {path: /api/items, processors: [...]}")
+            let rf = try Fields(rm, path: path, known: ["path", "processors"], reader: self)
+            guard let p = rf["path"] else { throw error(at: item, field: "\(path).path", "missing required field 'path'") }
+            var resource = RestResource(path: try resourcePath(p, field: "\(path).path"))
+            if let list = rf["processors"] {
+                resource.processors = try processors(list, field: "\(path).processors")
+            }
+            spec.resources.append(resource)
+        }
+        return spec
+    }
+
+    private func resourcePath(_ node: Node, field: String) throws(ScenarioError) -> String {
+        let text = try string(node, field: field, expecting: "a path starting with '/'")
+        guard text.hasPrefix("/"), !text.contains("#"),
+              !text.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value >= 0x7F }) else {
+            throw error(at: node, field: field, "expected a path starting with '/', without spaces, controls or '#' (percent-encode them), got \(describe(node))")
+        }
+        return text
+    }
+
+    /// `- {status: [200], means: changed, fields: [id], interval: 5s, stop: false}`
+    private func processors(_ node: Node, field: String) throws(ScenarioError) -> [RestProcessor] {
+        guard case .sequence(let items) = node, !items.isEmpty else {
+            throw error(at: node, field: field, "expected a list like '- {status: [200], means: changed}', got \(describe(node))")
+        }
+        var result: [RestProcessor] = []
+        for (index, item) in items.enumerated() {
+            let path = "\(field)[\(index)]"
+            let m = try mappingNode(item, field: path, expecting: "{status: [200], means: changed}")
+            let f = try Fields(m, path: path, known: ["status", "means", "fields", "interval", "stop"], reader: self)
+            guard let statusNode = f["status"] else { throw error(at: item, field: "\(path).status", "missing required field 'status'") }
+            var statuses: [Int] = []
+            if case .sequence(let codes) = statusNode {
+                for (i, c) in codes.enumerated() { statuses.append(try integer(c, field: "\(path).status[\(i)]", in: 100...599)) }
+            } else {
+                statuses.append(try integer(statusNode, field: "\(path).status", in: 100...599))
+            }
+            guard !statuses.isEmpty else { throw error(at: statusNode, field: "\(path).status", "expected at least one status code") }
+            guard let meansNode = f["means"] else {
+                throw error(at: item, field: "\(path).means", "missing required field 'means' (changed, unchanged, rate_limited or auth_failure)")
+            }
+            var processor = RestProcessor(statuses: statuses, meaning: try choice(meansNode, field: "\(path).means"))
+            if let n = f["fields"] {
+                guard processor.meaning == .changed else {
+                    throw error(at: n, field: "\(path).fields", "only a 'changed' processor reads the body")
+                }
+                guard case .sequence(let names) = n else { throw error(at: n, field: "\(path).fields", "expected a list of field names, got \(describe(n))") }
+                for (i, name) in names.enumerated() {
+                    processor.requiredFields.append(try string(name, field: "\(path).fields[\(i)]", expecting: "a JSON field name"))
+                }
+            }
+            if let n = f["interval"] { processor.newIntervalSeconds = try duration(n, field: "\(path).interval", allowZero: false) }
+            if let n = f["stop"] { processor.stops = try boolean(n, field: "\(path).stop") }
+            result.append(processor)
+        }
+        return result
     }
 
     /// `target_admin: http://127.0.0.1:9100`, loopback only.
@@ -937,8 +1062,7 @@ extension Reader {
 
     /// A literal token, `{env: NAME}` or `{file: PATH}`. No message here ever repeats what was written
     /// as the token (it may be the secret itself).
-    private func tokenSource(_ node: Node) throws(ScenarioError) -> TokenSource? {
-        let field = "hub.access_token"
+    private func tokenSource(_ node: Node, field: String = "hub.access_token") throws(ScenarioError) -> TokenSource? {
         switch node {
         case .scalar(let scalar):
             if isNull(node) { return nil }
@@ -1496,7 +1620,9 @@ extension ScenarioLoader {
     /// `target` field; use it for `--target` overrides too.
     public static func targetProblem(_ target: Target, workload: Workload) -> String? {
         switch (workload, target) {
-        case (_, .embedded), (.chat, .webSocket), (.hub, .http): return nil
+        case (_, .embedded), (.chat, .webSocket), (.hub, .http), (.rest, .http): return nil
+        case (.rest, .webSocket):
+            return "the rest workload needs 'embedded' or the API's http:// base URL, got a ws:// URL"
         case (.chat, .http):
             return "the chat workload needs 'embedded' or a ws:// URL; an http:// target is a SignalR hub's URL, "
                 + "for 'workload: hub'"
@@ -1512,9 +1638,9 @@ extension ScenarioLoader {
     /// A file's single trailing newline (`\n` or `\r\n`) is removed.
     ///
     /// - Parameter scenarioFile: Used in error messages (`Scenario.file`).
-    public static func resolveToken(_ source: TokenSource, scenarioFile: String = "") throws(ScenarioError) -> String {
+    public static func resolveToken(_ source: TokenSource, scenarioFile: String = "", field: String = "hub.access_token") throws(ScenarioError) -> String {
         func failure(_ message: String) -> ScenarioError {
-            ScenarioError(file: scenarioFile, line: 0, field: "hub.access_token", message: message)
+            ScenarioError(file: scenarioFile, line: 0, field: field, message: message)
         }
         let token: String
         let origin: String
