@@ -124,10 +124,14 @@ struct Run: ParsableCommand {
 
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run a reference server on loopback: the chat server (workloads.md §2) or, with --hub, a SignalR hub.",
+        abstract: "Run a reference server on loopback: the chat server (workloads.md §2), a SignalR hub (--hub) or a REST target (--rest).",
         discussion: """
             A WebSocket endpoint that broadcasts every {"message","user","userID"} it receives to
             every connected client, with the server's "date" and "id" added.
+
+            With --rest, an HTTP/1.1 JSON API for ETag polling: every path under --path (/api)
+            is a resource whose version changes --change-rate times a second; answers 304 to a
+            matching If-None-Match, 401 without the --token, 429 past --rate-limit 200s a second.
 
             With --admin-port, a fault switch listens on 127.0.0.1 only:
               POST /fault/drop?mode=reset|close  drop every connection (RST or clean)
@@ -138,6 +142,7 @@ struct Serve: ParsableCommand {
             Example:
               stampede serve --port 8765          # then target ws://127.0.0.1:8765/chat
               stampede serve --hub --port 5000    # then target http://127.0.0.1:5000/hub
+              stampede serve --rest --port 8080 --change-rate 0.5 --token-env API_TOKEN --rate-limit 100
               stampede serve --port 8765 --admin-port 9100 &
               curl -X POST 'http://127.0.0.1:9100/fault/drop?mode=reset'
             """)
@@ -148,11 +153,32 @@ struct Serve: ParsableCommand {
     @Option(help: "Port (0 picks a free one).")
     var port: Int = 8765
 
-    @Option(help: "Path (default /chat, or /hub with --hub).")
+    @Option(help: "Path (default /chat, /hub with --hub, /api with --rest).")
     var path: String?
 
     @Flag(help: "Serve the reference SignalR hub instead of the chat server.")
     var hub = false
+
+    @Flag(help: "Serve the reference REST target for ETag polling instead of the chat server.")
+    var rest = false
+
+    @Option(help: "REST: version changes per second per resource (0 = never; default 1).")
+    var changeRate: Double?
+
+    @Option(help: "REST: require 'Authorization: Bearer <token>'.")
+    var token: String?
+
+    @Option(help: "REST: read the required bearer token from this environment variable.")
+    var tokenEnv: String?
+
+    @Option(help: "REST: at most this many 200 responses per second (304s do not count); 429 beyond.")
+    var rateLimit: Int?
+
+    @Option(help: "REST: about how large a 200's JSON body is, in bytes (0...16777216; default 256).")
+    var bodySize: Int?
+
+    @Flag(help: "REST: frame 200 bodies with Transfer-Encoding: chunked.")
+    var chunked = false
 
     @Option(help: "Stop by itself after this many seconds (0 = until Ctrl-C).")
     var maxSeconds: Double = 0
@@ -165,14 +191,19 @@ struct Serve: ParsableCommand {
             throw ValidationError("--host must be a 127.x.x.x loopback address")
         }
         if let p = adminPort, !(0...65535).contains(p) { throw ValidationError("--admin-port must be from 0 to 65535") }
+        let restSettings = try restConfiguration()
         installSignalHandlers()
-        let path = self.path ?? (hub ? "/hub" : "/chat")
+        let path = self.path ?? (hub ? "/hub" : rest ? "/api" : "/chat")
         let loop: EventLoop
         var chatServer: ChatServer?
         var hubServer: HubServer?
+        var restServer: RestServer?
         do {
             loop = try EventLoop(index: 0)
-            if hub {
+            if var configuration = restSettings {
+                configuration.path = path
+                restServer = try RestServer(loop: loop, address: .ipv4(v4, port: UInt16(clamping: port)), configuration: configuration)
+            } else if hub {
                 hubServer = try HubServer(loop: loop, address: .ipv4(v4, port: UInt16(clamping: port)), path: path)
             } else {
                 chatServer = try ChatServer(loop: loop, address: .ipv4(v4, port: UInt16(clamping: port)), path: path)
@@ -183,7 +214,8 @@ struct Serve: ParsableCommand {
         }
         var admin: TargetAdmin?
         if let adminPort {
-            let target: any FaultTarget = hubServer ?? chatServer!
+            let target: any FaultTarget
+            if let restServer { target = restServer } else if let hubServer { target = hubServer } else { target = chatServer! }
             do {
                 admin = try TargetAdmin(target: target, address: .ipv4(0x7F00_0001, port: UInt16(adminPort)))
             } catch {
@@ -192,7 +224,9 @@ struct Serve: ParsableCommand {
             }
         }
         loop.start(name: "stampede-serve")
-        if let hubServer {
+        if let restServer {
+            print("listening on http://\(host):\(restServer.port)\(path) (REST)")
+        } else if let hubServer {
             print("listening on http://\(host):\(hubServer.port)\(path) (SignalR hub)")
         } else if let chatServer {
             print("listening on ws://\(host):\(chatServer.port)\(path)")
@@ -215,8 +249,58 @@ struct Serve: ParsableCommand {
         if let stats = hubServer?.statisticsSnapshot() {
             print("served: \(stats.handshakes) hub connections, \(stats.invocations.total) invocations, \(stats.protocolErrors) protocol errors")
         }
+        if let stats = restServer?.statisticsSnapshot() {
+            print("served: \(stats.requests) requests: \(stats.ok) ok, \(stats.notModified) not modified, \(stats.unauthorized) unauthorized, "
+                + "\(stats.rateLimited) rate limited, \(stats.notFound) not found")
+        }
         loop.stop()
         loop.join()
+    }
+
+    /// The REST target's configuration from the flags (nil without --rest); the path is set later.
+    func restConfiguration() throws -> RestServer.Configuration? {
+        guard rest else {
+            var given: [String] = []
+            if changeRate != nil { given.append("--change-rate") }
+            if token != nil { given.append("--token") }
+            if tokenEnv != nil { given.append("--token-env") }
+            if rateLimit != nil { given.append("--rate-limit") }
+            if bodySize != nil { given.append("--body-size") }
+            if chunked { given.append("--chunked") }
+            if !given.isEmpty { throw ValidationError("\(given.joined(separator: ", ")) only apply with --rest") }
+            return nil
+        }
+        if hub { throw ValidationError("--rest and --hub are exclusive") }
+        var configuration = RestServer.Configuration()
+        if let r = changeRate {
+            guard r.isFinite, r >= 0 else { throw ValidationError("--change-rate must be a number >= 0") }
+            configuration.changeRate = r
+        }
+        if token != nil && tokenEnv != nil { throw ValidationError("--token and --token-env are exclusive") }
+        if let t = token {
+            guard !t.isEmpty else { throw ValidationError("--token must not be empty") }
+            configuration.token = t
+        }
+        if let name = tokenEnv {
+            // The token itself is never printed, not even in errors.
+            guard let t = ProcessInfo.processInfo.environment[name], !t.isEmpty else {
+                throw ValidationError("--token-env: the environment variable \(name) is not set or empty")
+            }
+            configuration.token = t
+        }
+        if let t = configuration.token, t.utf8.contains(where: { $0 < 0x21 || $0 == 0x7F }) {
+            throw ValidationError("the token must not contain spaces or control characters")
+        }
+        if let n = rateLimit {
+            guard n >= 1 else { throw ValidationError("--rate-limit must be >= 1") }
+            configuration.rateLimit = n
+        }
+        if let b = bodySize {
+            guard (0...RestServer.maxBodySize).contains(b) else { throw ValidationError("--body-size must be from 0 to \(RestServer.maxBodySize)") }
+            configuration.bodySize = b
+        }
+        configuration.chunked = chunked
+        return configuration
     }
 }
 
