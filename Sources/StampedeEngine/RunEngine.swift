@@ -73,6 +73,7 @@ public final class RunEngine {
     var serverLoop: EventLoop?
     var chatServer: ChatServer?
     var hubServer: HubServer?
+    var restServer: RestServer?
     var totals = MetricsShard()
     var intervals: [IntervalSample] = []
     var warnings: [String] = []
@@ -257,7 +258,7 @@ public final class RunEngine {
             switch scenario.workload {
             case .chat: return webSocket(address, host: "127.0.0.1", path: "/chat")
             case .hub: return .hub(address: address, base: HubURL(host: "127.0.0.1", port: port, path: "/hub", query: ""))
-            case .rest: return .rest(address: address, host: "127.0.0.1", port: port, basePath: "")
+            case .rest: return .rest(address: address, host: "127.0.0.1", port: port, basePath: "/api")
             }
         case (.embedded, .chat):
             let loop = try startTargetLoop()
@@ -266,6 +267,17 @@ public final class RunEngine {
             }
             loop.start(name: "stampede-target")
             return webSocket(.ipv4(0x7F00_0001, port: chatServer!.port), host: "127.0.0.1", path: "/chat")
+        case (.embedded, .rest):
+            let loop = try startTargetLoop()
+            do {
+                restServer = try RestServer(loop: loop, address: .ipv4(0x7F00_0001, port: 0), configuration: try embeddedRestConfiguration())
+            } catch let e as RunSetupError {
+                throw e
+            } catch {
+                throw RunSetupError("cannot start the embedded target: \(error)")
+            }
+            loop.start(name: "stampede-target")
+            return .rest(address: .ipv4(0x7F00_0001, port: restServer!.port), host: "127.0.0.1", port: Int(restServer!.port), basePath: "/api")
         case (.embedded, .hub):
             let loop = try startTargetLoop()
             do { hubServer = try HubServer(loop: loop, address: .ipv4(0x7F00_0001, port: 0), path: "/hub") } catch {
@@ -288,6 +300,18 @@ public final class RunEngine {
         default:
             throw RunSetupError("the \(scenario.workload.rawValue) workload cannot use target \(scenario.target)")
         }
+    }
+
+    /// The embedded REST target's settings: `rest.embedded`, accepting the clients' own token
+    /// unless it names another.
+    func embeddedRestConfiguration() throws(RunSetupError) -> RestServer.Configuration {
+        let e = scenario.rest?.embedded ?? EmbeddedRestTarget()
+        var token: String? = nil
+        if let source = e.token ?? scenario.rest?.token {
+            do { token = try ScenarioLoader.resolveToken(source, scenarioFile: scenario.file, field: e.token != nil ? "rest.embedded.token" : "rest.token") }
+            catch { throw RunSetupError("\(error)") }
+        }
+        return RestServer.Configuration(path: "/api", changeRate: e.changeRate, token: token, rateLimit: e.rateLimit, bodySize: e.bodySize, chunked: e.chunked)
     }
 
     func startTargetLoop() throws(RunSetupError) -> EventLoop {
@@ -363,8 +387,20 @@ public final class RunEngine {
                          "--max-seconds", String(Int(scenario.durationSeconds + scenario.drainSeconds
                                                      + Double(scenario.clients) / scenario.connectRate + scenario.connectTimeoutSeconds * 4 + 120))]
         if scenario.workload == .hub { arguments.append("--hub") }
+        var environment: [String: String] = [:]
+        if scenario.workload == .rest {
+            let c = try embeddedRestConfiguration()
+            arguments += ["--rest", "--change-rate", String(c.changeRate), "--body-size", String(c.bodySize)]
+            if let limit = c.rateLimit { arguments += ["--rate-limit", String(limit)] }
+            if c.chunked { arguments.append("--chunked") }
+            if let token = c.token {
+                // Through the environment: a command line is visible to every user of the machine.
+                arguments += ["--token-env", "STAMPEDE_EMBEDDED_TOKEN"]
+                environment["STAMPEDE_EMBEDDED_TOKEN"] = token
+            }
+        }
         let child: ChildTarget
-        do { child = try ChildTarget(executable: executable, arguments: arguments) } catch {
+        do { child = try ChildTarget(executable: executable, arguments: arguments, environment: environment) } catch {
             throw RunSetupError("cannot start the target process: \(error)")
         }
         childTarget = child

@@ -31,6 +31,8 @@ extension RunEngine {
             loop.execute { _ in chat.apply(f) }
         } else if let hub = hubServer {
             loop.execute { _ in hub.apply(f) }
+        } else if let rest = restServer {
+            loop.execute { _ in rest.apply(f) }
         }
         return nil
     }
@@ -96,9 +98,10 @@ final class ChildTarget: @unchecked Sendable {
     let lines = Mutex<[String]>([])
     let errors = Mutex<String>("")
 
-    init(executable: String, arguments: [String]) throws {
+    init(executable: String, arguments: [String], environment: [String: String] = [:]) throws {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err

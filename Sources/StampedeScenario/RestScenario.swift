@@ -18,6 +18,8 @@ public struct RestSpec: Sendable, Equatable {
     /// Where the server says when the resource last changed, for the staleness metric.
     public var staleness: StalenessSource?
     public var resources: [RestResource]
+    /// With `target: embedded`: how the built-in REST target behaves.
+    public var embedded = EmbeddedRestTarget()
 
     public init(token: TokenSource? = nil, intervalSeconds: Double = 1, poolSize: Int = 1, firstByteTimeoutSeconds: Double = 10,
                 responseTimeoutSeconds: Double = 30, maxResponseBytes: Int = 1 << 20, maxRedirects: Int = 0,
@@ -82,4 +84,19 @@ public struct RestProcessor: Sendable, Equatable {
 public enum StalenessSource: Sendable, Equatable {
     case header(String)
     case field(String)
+}
+
+/// The embedded REST target's behaviour (`rest.embedded`), for `target: embedded`.
+public struct EmbeddedRestTarget: Sendable, Equatable {
+    /// Changes per second of every resource (0: never).
+    public var changeRate: Double = 1
+    /// 200 answers allowed per second, whole server (304s do not count); nil: no limit.
+    public var rateLimit: Int? = nil
+    /// About how large a 200's JSON body is, bytes.
+    public var bodySize: Int = 256
+    /// Frame bodies with Transfer-Encoding: chunked.
+    public var chunked: Bool = false
+    /// The token the target accepts; nil: the clients' own `rest.token` (none: no auth).
+    public var token: TokenSource? = nil
+    public init() {}
 }

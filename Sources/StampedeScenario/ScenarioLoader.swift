@@ -167,7 +167,7 @@ private enum Keys {
     ]
     static let rest = [
         "token", "interval", "pool", "first_byte_timeout", "response_timeout", "max_response_size", "redirects", "staleness",
-        "resources",
+        "resources", "embedded",
     ]
     static let message = ["rate", "size"]
     static let hub = [
@@ -571,6 +571,15 @@ private struct Reader {
             default:
                 throw error(at: n, field: "rest.staleness", "give either 'header' or 'field'")
             }
+        }
+        if let n = f["embedded"] {
+            let em = try mappingNode(n, field: "rest.embedded", expecting: "{change_rate: 2, rate_limit: 300, body_size: 512, chunked: false, token: demo-token}")
+            let ef = try Fields(em, path: "rest.embedded", known: ["change_rate", "rate_limit", "body_size", "chunked", "token"], reader: self)
+            if let v = ef["change_rate"] { spec.embedded.changeRate = try number(v, field: "rest.embedded.change_rate", atLeast: 0, maximum: 1_000_000) }
+            if let v = ef["rate_limit"] { spec.embedded.rateLimit = try integer(v, field: "rest.embedded.rate_limit", in: 1...100_000_000) }
+            if let v = ef["body_size"] { spec.embedded.bodySize = try byteSize(v, field: "rest.embedded.body_size", in: 0...16_777_216) }
+            if let v = ef["chunked"] { spec.embedded.chunked = try boolean(v, field: "rest.embedded.chunked") }
+            if let v = ef["token"] { spec.embedded.token = try tokenSource(v, field: "rest.embedded.token") }
         }
         guard let resourcesNode = f["resources"] else {
             throw error(at: node, field: "rest.resources", "missing required field 'resources' (the paths each client polls)")
