@@ -348,10 +348,12 @@ public final class RunEngine {
                 plan.whileDisconnected = scenario.whileDisconnected
                 workloads.append(ChatWorkload(ws: clients, plan: plan))
             case .rest(let address, let host, let port, let basePath):
-                let plan = RestPlan(totalClients: scenario.clients, globalIndices: mine, connectRate: scenario.connectRate,
+                var plan = RestPlan(totalClients: scenario.clients, globalIndices: mine, connectRate: scenario.connectRate,
                                     spec: scenario.rest ?? RestSpec(), address: address, host: host, port: port, basePath: basePath,
                                     token: token, extraHeaderLines: headerLines, connectTimeoutNs: UInt64(scenario.connectTimeoutSeconds * 1e9),
                                     sourceAddresses: scenario.sourceAddresses.compactMap(parseIPv4))
+                plan.loadModel = scenario.loadModel
+                plan.thinkTimeNs = UInt64(scenario.thinkTimeSeconds * 1e9)
                 workloads.append(RestClients(loop: loop, plan: plan, random: random))
             case .hub(let address, let base):
                 let spec = scenario.hub ?? HubSpec()

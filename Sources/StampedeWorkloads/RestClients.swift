@@ -23,6 +23,10 @@ public struct RestPlan: Sendable {
     public var extraHeaderLines: [UInt8]
     public var connectTimeoutNs: UInt64
     public var sourceAddresses: [UInt32]
+    /// Closed model: each resource's next poll goes `thinkTimeNs` after its answer, not on the
+    /// interval (as wrk does, with no think time).
+    public var loadModel: LoadModel = .open
+    public var thinkTimeNs: UInt64 = 0
 
     public init(totalClients: Int, globalIndices: [Int], connectRate: Double, spec: RestSpec, address: SocketAddress, host: String,
                 port: Int, basePath: String, token: String?, extraHeaderLines: [UInt8], connectTimeoutNs: UInt64, sourceAddresses: [UInt32]) {
@@ -266,8 +270,7 @@ public final class RestClients: EventLoopHandler, LoopWorkload, @unchecked Senda
             let k = q / resourceCount
             guard !clients[k].stopped else { return }
             polls[q].dueSequence += 1
-            let next = intended(q, polls[q].dueSequence)
-            schedulePoll(q, at: next)
+            if plan.loadModel == .open { schedulePoll(q, at: intended(q, polls[q].dueSequence)) }
             dispatch(k)
         case .firstByte, .response:
             let c = index
@@ -614,6 +617,9 @@ public final class RestClients: EventLoopHandler, LoopWorkload, @unchecked Senda
         connections[c].state = .idle
         connections[c].epoch &+= 1  // the request's timeouts no longer apply
         process(q, c, status: status, now: now)
+        if plan.loadModel == .closed && !polls[q].stopped && !clients[k].stopped && polls[q].resumeAtNs <= now {
+            restartSchedule(q, at: now + plan.thinkTimeNs)
+        }
         if (connections[c].closeAfter || clients[k].stopped) && connections[c].state != .none { closeConnection(c, reset: false) }
         dispatch(k)
     }
