@@ -267,7 +267,7 @@ struct Serve: ParsableCommand {
             if rateLimit != nil { given.append("--rate-limit") }
             if bodySize != nil { given.append("--body-size") }
             if chunked { given.append("--chunked") }
-            if !given.isEmpty { throw ValidationError("\(given.joined(separator: ", ")) only apply with --rest") }
+            if !given.isEmpty { throw ValidationError("\(given.joined(separator: ", ")): REST flags, they need --rest") }
             return nil
         }
         if hub { throw ValidationError("--rest and --hub are exclusive") }
