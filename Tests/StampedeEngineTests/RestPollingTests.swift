@@ -48,6 +48,50 @@ struct RestPollingTests {
                 sourceLocation: sourceLocation)
     }
 
+    /// The done-when of the REST issue, against the embedded target.
+    @Test func pollingTheEmbeddedTargetReportsThe304RatioStalenessAndLatencyPerStatusClass() throws {
+        var s = restScenario("rest-embedded", target: .embedded, token: .literal("demo-token"), paths: ["/items", "/users/7"])
+        s.rest?.embedded.changeRate = 4
+        let o = try run(s)
+        try expectPollingFigures(o, clients: 8)
+        try expectNoSecretInResults(o, secret: "demo-token")
+        #expect(FileManager.default.fileExists(atPath: try #require(o.resultsFolder).appendingPathComponent("http_3xx.hgrm").path))
+    }
+
+    @Test func aTokenTheEmbeddedTargetRefusesStopsEveryClientWithCounted401s() throws {
+        var s = restScenario("rest-embedded-bad-token", target: .embedded, token: .literal("not-the-one"))
+        s.rest?.embedded.token = .literal("the-right-one")
+        let o = try run(s)
+        #expect(o.exitCode == 0)
+        #expect(o.summary.rest?.byStatus == ["401": 8])
+        #expect(o.summary.rest?.clientsStopped == 8)
+        #expect(o.summary.messages.accountingClosed)
+        try expectNoSecretInResults(o, secret: "not-the-one")
+        try expectNoSecretInResults(o, secret: "the-right-one")
+    }
+
+    /// The REST scenarios in scenarios/ run as shipped, smaller and faster.
+    @Test(arguments: ["rest-poll-etag.yaml", "rest-poll-rate-limited.yaml"])
+    func restScenarioFilesRunAgainstTheEmbeddedTarget(_ file: String) throws {
+        var s = try ScenarioLoader.load(path: repositoryRoot.appendingPathComponent("scenarios/\(file)").path)
+        s.clients = 20
+        s.durationSeconds = 2
+        s.drainSeconds = 1
+        s.rest?.intervalSeconds = 0.1
+        // 20 clients ask for fewer 200s than the shipped limit of 300/s: lower it to match.
+        if file == "rest-poll-rate-limited.yaml" { s.rest?.embedded.rateLimit = 50 }
+        let o = try run(s)
+        #expect(o.exitCode == 0)
+        let rest = try #require(o.summary.rest)
+        #expect(o.summary.messages.accountingClosed && o.summary.messages.lost == 0)
+        #expect(rest.unprocessed == 0 && rest.clientsStopped == 0)
+        if file == "rest-poll-etag.yaml" {
+            #expect(try #require(rest.notModifiedRatio) > 0.5)
+        } else {
+            #expect(rest.byStatus["429", default: 0] > 0 && rest.retryAfterSeen > 0)
+        }
+    }
+
     @Test func pollingAThirdPartyServerGets304sAndSeesEveryChange() throws {
         let (server, port) = try startPythonRestServer(["--change-rate", "4", "--token", "s3cret-token"])
         defer { server.stop() }
