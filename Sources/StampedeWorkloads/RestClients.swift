@@ -148,11 +148,14 @@ public final class RestClients: EventLoopHandler, LoopWorkload, @unchecked Senda
         if case .header(let h)? = plan.spec.staleness { stalenessHeader = Array(h.utf8) } else { stalenessHeader = nil }
         if case .field(let f)? = plan.spec.staleness { stalenessField = Array(f.utf8) } else { stalenessField = nil }
         fieldKeys = plan.spec.resources.map { r in r.processors.map { p in p.requiredFields.map { Array($0.utf8) } } }
+        needsBody = plan.spec.resources.map { r in r.processors.contains { !$0.requiredFields.isEmpty } }
         loop.handler = self
     }
 
-    /// Required JSON keys per resource and processor.
+    /// Required JSON keys per resource and processor, and whether any processor of a resource
+    /// reads its body.
     let fieldKeys: [[[[UInt8]]]]
+    let needsBody: [Bool]
 
     // MARK: LoopWorkload
 
@@ -275,7 +278,13 @@ public final class RestClients: EventLoopHandler, LoopWorkload, @unchecked Senda
         case .firstByte, .response:
             let c = index
             guard connections[c].epoch & 0xF_FFFF == epoch, connections[c].state == .busy else { return }
-            if TimerKind(rawValue: token >> 52) == .firstByte && connections[c].status != 0 { return }
+            if TimerKind(rawValue: token >> 52) == .firstByte && connections[c].status != 0 {
+                let wholeDeadline = connections[c].sentNs + UInt64(plan.spec.responseTimeoutSeconds * 1e9)
+                if deadline < wholeDeadline {
+                    loop.schedule(at: wholeDeadline, token: self.token(.response, c, epoch: connections[c].epoch))
+                    return
+                }
+            }
             metrics.error(.responseTimeout)
             loseInFlight(c, .timedOut)
             closeConnection(c, reset: true)
@@ -370,8 +379,10 @@ public final class RestClients: EventLoopHandler, LoopWorkload, @unchecked Senda
         connections[c].etag.removeAll(keepingCapacity: true)
         connections[c].body.removeAll(keepingCapacity: true)
         connections[c].location.removeAll(keepingCapacity: true)
-        loop.schedule(at: now + UInt64(plan.spec.firstByteTimeoutSeconds * 1e9), token: token(.firstByte, c, epoch: connections[c].epoch))
-        loop.schedule(at: now + UInt64(plan.spec.responseTimeoutSeconds * 1e9), token: token(.response, c, epoch: connections[c].epoch))
+        // One timer per request: the first-byte deadline, which becomes the whole-response
+        // deadline if the head has arrived by then (a heap entry costs as much as the rest).
+        let firstByte = UInt64(plan.spec.firstByteTimeoutSeconds * 1e9), whole = UInt64(plan.spec.responseTimeoutSeconds * 1e9)
+        loop.schedule(at: now + min(firstByte, whole), token: token(.firstByte, c, epoch: connections[c].epoch))
     }
 
     // MARK: Connections
@@ -527,38 +538,41 @@ public final class RestClients: EventLoopHandler, LoopWorkload, @unchecked Senda
         }
     }
 
+    /// Reads the fields the client acts on, in one walk over the header lines (a lookup per
+    /// field would scan the head five times per answer).
     func readHead(_ c: Int, _ head: HTTPResponseHead, _ buffer: UnsafeRawBufferPointer) {
         connections[c].status = head.status
         connections[c].closeAfter = head.connectionClose
         let q = connections[c].slot
-        if let r = head.value(forHeader: "ETag", in: buffer), r.count <= Self.maxETagBytes {
-            connections[c].etag.append(contentsOf: buffer[r])
-        }
-        if let name = stalenessHeader {
-            let found = name.withUnsafeBytes { head.value(forHeader: $0, in: buffer) }
-            if let r = found { connections[c].changedAt = JSONFields.decimal(UnsafeRawBufferPointer(rebasing: buffer[r])) }
-        }
-        if let r = head.value(forHeader: "Retry-After", in: buffer) {
-            metrics.count(.retryAfterSeen)
-            // Seconds only: the HTTP-date form waits one interval instead.
-            if let s = JSONFields.decimal(UnsafeRawBufferPointer(rebasing: buffer[r])), s >= 0 {
-                connections[c].retryAfterSeconds = s
-                metrics.retryAfterMaxSeconds = max(metrics.retryAfterMaxSeconds, UInt64(s.rounded(.up)))
+        let wantsLocation = isRedirect(head.status) && connections[c].redirectsLeft > 0
+        for field in head.headerFields(in: buffer) {
+            let value = UnsafeRawBufferPointer(rebasing: buffer[field.value])
+            if let name = stalenessHeader, name.withUnsafeBytes({ HTTPFieldValue.equalsIgnoringCase($0, in: buffer, field.name) }) {
+                connections[c].changedAt = JSONFields.decimal(value)
+                continue
             }
-        }
-        if let r = head.value(forHeader: "X-RateLimit-Remaining", in: buffer) {
-            metrics.count(.rateLimitHeadersSeen)
-            if let v = JSONFields.decimal(UnsafeRawBufferPointer(rebasing: buffer[r])), v >= 0 {
-                metrics.rateLimitRemainingMin = min(metrics.rateLimitRemainingMin, UInt64(v))
+            switch field.name.count {
+            case 4 where HTTPFieldValue.equalsIgnoringCase("ETag", in: buffer, field.name):
+                if field.value.count <= Self.maxETagBytes { connections[c].etag.append(contentsOf: value) }
+            case 8 where wantsLocation && HTTPFieldValue.equalsIgnoringCase("Location", in: buffer, field.name):
+                connections[c].location.append(contentsOf: value)
+            case 11 where HTTPFieldValue.equalsIgnoringCase("Retry-After", in: buffer, field.name):
+                metrics.count(.retryAfterSeen)
+                // Seconds only: the HTTP-date form waits one interval instead.
+                if let s = JSONFields.decimal(value), s >= 0 {
+                    connections[c].retryAfterSeconds = s
+                    metrics.retryAfterMaxSeconds = max(metrics.retryAfterMaxSeconds, UInt64(s.rounded(.up)))
+                }
+            case 21 where HTTPFieldValue.equalsIgnoringCase("X-RateLimit-Remaining", in: buffer, field.name):
+                metrics.count(.rateLimitHeadersSeen)
+                if let v = JSONFields.decimal(value), v >= 0 { metrics.rateLimitRemainingMin = min(metrics.rateLimitRemainingMin, UInt64(v)) }
+            default:
+                break
             }
-        }
-        if isRedirect(head.status), connections[c].redirectsLeft > 0, let r = head.value(forHeader: "Location", in: buffer) {
-            connections[c].location.append(contentsOf: buffer[r])
         }
         // Keep the body only when something will read it.
         let r = q >= 0 ? q % resourceCount : 0
-        connections[c].keepBody = head.status / 100 == 2
-            && (stalenessField != nil || fieldKeys[r].contains { !$0.isEmpty })
+        connections[c].keepBody = head.status / 100 == 2 && (stalenessField != nil || needsBody[r])
     }
 
     @inline(__always) func isRedirect(_ status: Int) -> Bool {

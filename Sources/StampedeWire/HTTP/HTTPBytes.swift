@@ -230,4 +230,9 @@ public enum HTTPFieldValue {
     public static func equalsIgnoringCase(_ text: StaticString, in buffer: UnsafeRawBufferPointer, _ value: Range<Int>) -> Bool {
         HTTPBytes.equalsIgnoringCase(buffer, value, text)
     }
+
+    /// Whether `buffer[value]` equals the bytes `text`, ignoring ASCII case.
+    public static func equalsIgnoringCase(_ text: UnsafeRawBufferPointer, in buffer: UnsafeRawBufferPointer, _ value: Range<Int>) -> Bool {
+        HTTPBytes.equalsIgnoringCase(buffer, value, text)
+    }
 }
