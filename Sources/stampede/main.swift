@@ -58,7 +58,7 @@ struct Run: ParsableCommand {
     @Option(help: "Folder to write results into.")
     var results: String = "results"
 
-    @Option(help: "Override the scenario's target ('embedded', or a loopback ws:// URL for chat, http:// for hub).")
+    @Option(help: "Override the scenario's target ('embedded', or a loopback ws:// URL for chat, http:// for hub and REST).")
     var target: String?
 
     @Option(help: "Override the number of clients.")

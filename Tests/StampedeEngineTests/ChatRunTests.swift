@@ -12,6 +12,15 @@ func chatScenario(name: String, target: Target = .embedded, clients: Int = 40, d
              seed: 7, drainSeconds: 5, connectTimeoutSeconds: 5)
 }
 
+/// A scenario file of scenarios/ as shipped, made small enough for the suite.
+func shippedScenario(_ file: String, clients: Int, duration: Double, drain: Double = 1) throws -> Scenario {
+    var s = try ScenarioLoader.load(path: repositoryRoot.appendingPathComponent("scenarios/\(file)").path)
+    s.clients = min(s.clients, clients)
+    s.durationSeconds = duration
+    s.drainSeconds = drain
+    return s
+}
+
 func run(_ s: Scenario, loops: Int = 2) throws -> RunOutcome {
     let results = temporaryFolder(s.name)
     return try RunEngine(scenario: s, options: RunOptions(loops: loops, resultsRoot: results, progress: .silent)).run()

@@ -149,11 +149,8 @@ struct EventTests {
     /// The event scenarios in scenarios/ run as shipped, with fewer clients.
     @Test(arguments: ["reconnect-storm.yaml", "churn.yaml"])
     func eventScenarioFilesRunAtASmallSize(_ file: String) throws {
-        var s = try ScenarioLoader.load(path: repositoryRoot.appendingPathComponent("scenarios/\(file)").path)
-        s.clients = 100
+        var s = try shippedScenario(file, clients: 100, duration: file == "churn.yaml" ? 7 : 5)
         s.connectRate = 1000
-        s.drainSeconds = 1
-        s.durationSeconds = file == "churn.yaml" ? 7 : 5
         let o = try run(s)
         #expect(o.exitCode == 0)
         #expect(o.summary.messages.accountingClosed && o.summary.messages.unaccounted == 0)

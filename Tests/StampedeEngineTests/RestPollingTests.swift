@@ -73,10 +73,7 @@ struct RestPollingTests {
     /// The REST scenarios in scenarios/ run as shipped, smaller and faster.
     @Test(arguments: ["rest-poll-etag.yaml", "rest-poll-rate-limited.yaml"])
     func restScenarioFilesRunAgainstTheEmbeddedTarget(_ file: String) throws {
-        var s = try ScenarioLoader.load(path: repositoryRoot.appendingPathComponent("scenarios/\(file)").path)
-        s.clients = 20
-        s.durationSeconds = 2
-        s.drainSeconds = 1
+        var s = try shippedScenario(file, clients: 20, duration: 2)
         s.rest?.intervalSeconds = 0.1
         // 20 clients ask for fewer 200s than the shipped limit of 300/s: lower it to match.
         if file == "rest-poll-rate-limited.yaml" { s.rest?.embedded.rateLimit = 50 }
