@@ -256,6 +256,53 @@ func masked(_ bytes: [UInt8], key: UInt32, keyOffset: Int = 0) -> [UInt8] {
         let input = rng.bytes(70_001)
         #expect(masked(input, key: 0xCAFE_BABE, keyOffset: 3) == referenceMask(input, key: 0xCAFE_BABE, keyOffset: 3))
     }
+
+    /// The vectorised paths (64- and 16-byte SIMD loops, 8/4/1-byte tails, the byte-wise walk to a
+    /// 16-byte boundary for payloads of 128 bytes and more) against the byte-at-a-time reference:
+    /// every length 0…300, every keyOffset 0…3, base pointers at every offset from a 16-byte
+    /// boundary, a few large sizes; the bytes around the range must stay untouched.
+    @Test func vectorisedMaskEqualsReferenceForLengthsTo300EveryKeyOffsetAndMisalignment() {
+        var rng = SeededRandom(seed: 2026)
+        let guardBytes = 32
+        func check(length: Int, start: Int, key: UInt32, keyOffset: Int) {
+            // 16-byte aligned storage, so `start` is the misalignment of the masked range.
+            let raw = UnsafeMutableRawBufferPointer.allocate(byteCount: start + length + guardBytes, alignment: 16)
+            defer { raw.deallocate() }
+            let original = rng.bytes(raw.count)
+            raw.copyBytes(from: original)
+            WebSocketFrameCodec.applyMask(UnsafeMutableRawBufferPointer(rebasing: raw[start..<(start + length)]), maskKey: key, keyOffset: keyOffset)
+            let expected = Array(original[..<start]) + referenceMask(Array(original[start..<(start + length)]), key: key, keyOffset: keyOffset)
+                + Array(original[(start + length)...])
+            #expect(Array(raw) == expected, "length \(length) start \(start) key \(key) keyOffset \(keyOffset)")
+        }
+        for length in 0...300 {
+            for keyOffset in 0...3 {
+                check(length: length, start: 0, key: 0xA1B2_C3D4, keyOffset: keyOffset)
+                check(length: length, start: (length + keyOffset) % 16, key: 0x3713_0F5E, keyOffset: keyOffset)
+            }
+        }
+        for start in 0..<16 {
+            for length in [127, 128, 129, 143, 144, 4096, 4099, 65_536, 65_536 + 61] {
+                check(length: length, start: start, key: 0xDEAD_BEEF, keyOffset: start % 4)
+                check(length: length, start: start, key: 0x0102_0304, keyOffset: (start + 1) % 4)
+            }
+        }
+        check(length: 1 << 20, start: 5, key: 0xCAFE_BABE, keyOffset: 2)
+    }
+
+    @Test func vectorisedMaskInPiecesAtUnalignedSplitsEqualsWhole() {
+        var rng = SeededRandom(seed: 17)
+        let input = rng.bytes(5_000)
+        let whole = masked(input, key: 0x9ABC_DEF0)
+        for split in [1, 3, 15, 16, 17, 63, 64, 65, 127, 128, 129, 1_001, 4_095] {
+            var pieces = input
+            pieces.withUnsafeMutableBytes { b in
+                WebSocketFrameCodec.applyMask(UnsafeMutableRawBufferPointer(rebasing: b[..<split]), maskKey: 0x9ABC_DEF0, keyOffset: 0)
+                WebSocketFrameCodec.applyMask(UnsafeMutableRawBufferPointer(rebasing: b[split...]), maskKey: 0x9ABC_DEF0, keyOffset: split)
+            }
+            #expect(pieces == whole, "split \(split)")
+        }
+    }
 }
 
 @Suite struct CloseCodeTests {
