@@ -1,4 +1,5 @@
-// Targets `sse` (SSEParser) and `http-response` (HTTPResponseParser, with endOfStream()).
+// Targets `sse` (SSEParser), `http-response` (HTTPResponseParser, with endOfStream()) and
+// `http-request` (HTTPRequestParser, which the reference server runs on untrusted input).
 
 // MARK: - SSE
 
@@ -126,5 +127,68 @@ private func httpRun(_ data: UnsafeRawBufferPointer, _ parser: HTTPResponseParse
     flushBody()
     // The connection closes after the last byte.
     logEvent(p.endOfStream())
+    return log
+}
+
+// MARK: - HTTP request (the reference server's parser)
+
+func fuzzHTTPRequest(_ data: UnsafeRawBufferPointer) {
+    var settings = InputRandom(data, salt: 11)
+    let small = settings.next() & 1 != 0
+    let make = { small ? HTTPRequestParser(maxHeadBytes: 200, maxChunkLineBytes: 12) : HTTPRequestParser() }
+    var none: InputRandom? = nil
+    var split: InputRandom? = InputRandom(data, salt: 12)
+    let whole = httpRequestRun(data, make(), random: &none)
+    let pieces = httpRequestRun(data, make(), random: &split)
+    checkSame(whole, pieces, "http-request: whole and split input differ")
+}
+
+private func httpRequestRun(_ data: UnsafeRawBufferPointer, _ parser: HTTPRequestParser, random: inout InputRandom?) -> EventLog {
+    var p = parser
+    var log = EventLog()
+    var body: [UInt8] = []
+    func flushBody() {
+        if !body.isEmpty { log.tag(0x42); log.data(body); body.removeAll(keepingCapacity: true) }
+    }
+    drive(data, random: &random) { buf in
+        let b = UnsafeRawBufferPointer(buf)
+        let (event, consumed) = p.next(b)
+        check(consumed >= 0 && consumed <= b.count, "consumed beyond the buffer")
+        switch event {
+        case .needMore:
+            return StepResult(consumed: consumed, needsInput: true)
+        case .error(let e):
+            flushBody(); log.tag(0x45); log.data(Array("\(e)".utf8))
+            return StepResult(consumed: consumed, stop: true)
+        case .end:
+            flushBody(); log.tag(0x2E)
+        case .body(let r):
+            check(!r.isEmpty, "empty body piece")
+            checkRange(r, within: 0..<consumed, "body outside the consumed bytes")
+            body.append(contentsOf: UnsafeRawBufferPointer(rebasing: b[r]))
+        case .head(let h):
+            flushBody()
+            check(h.range.upperBound == consumed && h.range.lowerBound >= 0, "head range is not the consumed bytes")
+            checkRange(h.methodRange, within: h.range, "method outside the head")
+            checkRange(h.target, within: h.range, "target outside the head")
+            checkRange(h.fieldsRange, within: h.range, "fields outside the head")
+            check(!h.methodRange.isEmpty && !h.target.isEmpty, "empty method or target")
+            check(h.versionMinor >= 0 && h.versionMinor <= 9, "version out of range")
+            check(h.body != .untilClose, "request read until close")
+            if case .length(let n) = h.body { check(n >= 0 && h.contentLength == n, "length framing without its field") }
+            log.tag(0x48); log.data(b, h.methodRange); log.data(b, h.target); log.int(h.versionMinor)
+            log.int(h.contentLength ?? -1); log.int(h.isChunked ? 1 : 0); log.int(h.expectsContinue ? 1 : 0)
+            log.int(h.connectionClose ? 1 : 0); log.data(Array("\(h.body)".utf8))
+            if let t = h.contentType { checkRange(t, within: h.fieldsRange, "content type outside the fields"); log.data(b, t) }
+            for field in h.headerFields(in: b) {
+                checkRange(field.name, within: h.fieldsRange, "field name outside the fields")
+                checkRange(field.value, within: h.fieldsRange, "field value outside the fields")
+                log.data(b, field.name); log.data(b, field.value)
+            }
+        }
+        return StepResult(consumed: consumed)
+    }
+    flushBody()
+    log.int(p.isInsideMessage ? 1 : 0)
     return log
 }

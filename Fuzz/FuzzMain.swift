@@ -19,6 +19,7 @@ enum FuzzTarget: String, CaseIterable {
     case msgpackHub = "msgpack-hub"
     case sse
     case httpResponse = "http-response"
+    case httpRequest = "http-request"
 
     func run(_ data: UnsafeRawBufferPointer) {
         switch self {
@@ -27,6 +28,7 @@ enum FuzzTarget: String, CaseIterable {
         case .msgpackHub: fuzzMessagePackHub(data)
         case .sse: fuzzSSE(data)
         case .httpResponse: fuzzHTTPResponse(data)
+        case .httpRequest: fuzzHTTPRequest(data)
         }
     }
 }

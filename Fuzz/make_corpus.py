@@ -232,3 +232,23 @@ http = {
 }
 for name, s in http.items():
     write("http-response", name, s)
+
+# --- HTTP requests (the reference server) -------------------------------------------------------
+
+requests = {
+    "get": "GET /api/items?id=1 HTTP/1.1\r\nHost: localhost\r\nAccept: */*\r\n\r\n",
+    "post-length": "POST /chat HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"a\":\"bc\"}",
+    "post-chunked": "PUT /upload HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n2;x=y\r\nef\r\n0\r\nTrailer: 1\r\n\r\n",
+    "expect-continue": "POST /big HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\nabc",
+    "pipelined": "GET /a HTTP/1.1\r\n\r\nHEAD /b HTTP/1.1\r\nConnection: close\r\n\r\nDELETE /c HTTP/1.1\r\nContent-Length: 0\r\n\r\n",
+    "http10": "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+    "leading-crlf": "\r\n\r\nOPTIONS * HTTP/1.1\r\n\r\n",
+    "negotiate": "POST /hub/negotiate?negotiateVersion=1 HTTP/1.1\r\nContent-Length: 0\r\n\r\n",
+    "upgrade": "GET /ws HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+    "te-and-length": "POST / HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    "te-not-chunked": "POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n",
+    "custom-method": "PATCH /x HTTP/1.1\r\nContent-Length: 1\r\n\r\nzBREW /pot HTTP/1.1\r\n\r\n",
+    "truncated-chunk": "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nff\r\nabc",
+}
+for name, s in requests.items():
+    write("http-request", name, s)

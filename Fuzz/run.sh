@@ -3,7 +3,7 @@
 #
 #   Fuzz/run.sh TARGET SECONDS [extra libFuzzer flags...]
 #
-# TARGET is websocket, json-hub, msgpack-hub, sse or http-response. Builds if needed, then
+# TARGET is websocket, json-hub, msgpack-hub, sse, http-response or http-request. Builds if needed, then
 # fuzzes with one job for SECONDS, starting from the checked-in seeds in
 # Tests/Fuzz/corpus/TARGET and growing a working corpus in .build-fuzz/corpus/TARGET (the
 # seeds are not modified). The log is .build-fuzz/logs/TARGET/fuzz-0.log; crash inputs land in
