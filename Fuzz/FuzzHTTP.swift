@@ -24,11 +24,16 @@ private func sseRun(_ data: UnsafeRawBufferPointer, _ parser: SSEParser, random:
         check(consumed >= 0 && consumed <= b.count, "consumed beyond the buffer")
         switch event {
         case .needMore:
+            // What the caller must keep buffered stays bounded (the type's documentation: up to
+            // about twice the line limit while a lone data line waits for its blank line).
+            check(b.count - consumed <= 2 * p.maxLineBytes + 2, "SSE retains too many bytes")
             return StepResult(consumed: consumed, needsInput: true)
         case .error(let e):
             check(consumed == 0, "error consumed bytes")
             log.tag(0x45); log.int(e == .lineTooLong ? 1 : 2)
             return StepResult(consumed: 0, stop: true)
+        // Zero copy or assembled is compared too: like SSEParserTests, the choice must not
+        // depend on how the input was split.
         case .event(let d):
             check(consumed > 0, "event without consuming it")
             checkRange(d, within: 0..<consumed, "event data outside the consumed bytes")

@@ -169,7 +169,9 @@ struct EventLog: Equatable, CustomStringConvertible {
 /// Fails when the two runs differ, printing both.
 func checkSame(_ whole: EventLog, _ split: EventLog, _ what: StaticString) {
     if whole != split {
-        print("whole: \(whole)\nsplit: \(split)")
+        // To stderr, unbuffered: the trap that follows would lose buffered stdout.
+        let text = "whole: \(whole)\nsplit: \(split)\n"
+        _ = text.utf8CString.withUnsafeBufferPointer { write(2, $0.baseAddress, $0.count - 1) }
         check(false, what)
     }
 }

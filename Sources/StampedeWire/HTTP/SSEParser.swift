@@ -95,6 +95,13 @@ public struct SSEParser: Sendable {
                 if buffer[pos] == HTTPBytes.lf {
                     pos += 1
                     lineStart = pos
+                    // The retained-region check below ran without this LF when the CR ended
+                    // the previous read; redo it with the LF so that zero copy does not depend
+                    // on where a CRLF was split (found by the sse fuzz target).
+                    if let c = candidate, pos - candidateLineStart > maxLineBytes {
+                        append(buffer, c)
+                        candidate = nil
+                    }
                 }
                 skipLF = false
             }
