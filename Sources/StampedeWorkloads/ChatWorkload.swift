@@ -76,11 +76,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         self.ws = ws
         self.plan = plan
         let n = plan.globalIndices.count
-        suffixes = plan.globalIndices.map { g in
-            // A stable, readable identity per client; the userID is a UUID as the chat server expects.
-            var r = FastRandom(seed: UInt64(g) &* 0x9E37_79B9 ^ 0x5EED)
-            return ChatCodec.clientSuffix(user: "\(plan.runTag)-user-\(g)", userID: r.uuidString())
-        }
+        suffixes = plan.globalIndices.map { Self.identity(runTag: plan.runTag, globalIndex: $0, generation: 0) }
         nextSequence = Array(repeating: 0, count: n)
         dueSequence = Array(repeating: 0, count: n)
         outstanding = Array(repeating: 0, count: n)
@@ -423,12 +419,17 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         return left
     }
 
+    /// A stable, readable identity per client (generation > 0: the users who took its place after
+    /// churn); the userID is a UUID, as the chat server expects.
+    static func identity(runTag: String, globalIndex g: Int, generation: UInt32) -> [UInt8] {
+        var r = FastRandom(seed: UInt64(g) &* 0x9E37_79B9 ^ 0x5EED &+ UInt64(generation) &* 0x1_0000_0001)
+        return ChatCodec.clientSuffix(user: generation == 0 ? "\(runTag)-user-\(g)" : "\(runTag)-user-\(g)-\(generation)", userID: r.uuidString())
+    }
+
     /// A churned client's slot comes back as someone new.
     func joinAsNewUser(_ k: Int) {
         churnGeneration[k] &+= 1
-        let g = plan.globalIndices[k]
-        var r = FastRandom(seed: UInt64(g) &* 0x9E37_79B9 ^ 0x5EED &+ UInt64(churnGeneration[k]) &* 0x1_0000_0001)
-        suffixes[k] = ChatCodec.clientSuffix(user: "\(plan.runTag)-user-\(g)-\(churnGeneration[k])", userID: r.uuidString())
+        suffixes[k] = Self.identity(runTag: plan.runTag, globalIndex: plan.globalIndices[k], generation: churnGeneration[k])
         churnJoining[k] = true
         reconnectTimeline[k].connected()
         ws.connect(k)

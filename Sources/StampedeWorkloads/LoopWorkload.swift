@@ -1,3 +1,4 @@
+import Glibc
 import StampedeLoop
 import StampedeMetrics
 import StampedeScenario
@@ -41,6 +42,17 @@ public protocol LoopWorkload: AnyObject, Sendable {
     @discardableResult func churn(count: Int) -> Int
     /// What this loop saw of each storm so far.
     var storms: [StormShard] { get }
+}
+
+extension ErrorClass {
+    /// The class of a failed connect() (or its asynchronous completion), by errno.
+    static func connectFailure(_ e: Int32) -> ErrorClass {
+        switch e {
+        case ECONNREFUSED: .connectRefused
+        case ETIMEDOUT: .connectTimeout
+        default: .connectError
+        }
+    }
 }
 
 extension ChatWorkload: LoopWorkload {

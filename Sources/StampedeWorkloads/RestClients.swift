@@ -403,7 +403,7 @@ public final class RestClients: EventLoopHandler, LoopWorkload, @unchecked Senda
             bind(id, c)
         case .failure(let e):
             metrics.count(.connectFailed)
-            metrics.error(e.errno == ECONNREFUSED ? .connectRefused : .connectError)
+            metrics.error(.connectFailure(e.errno))
         }
     }
 
@@ -427,7 +427,7 @@ public final class RestClients: EventLoopHandler, LoopWorkload, @unchecked Senda
         guard error == 0 else {
             connections[c].state = .none
             metrics.count(.connectFailed)
-            metrics.error(error == ECONNREFUSED ? .connectRefused : error == ETIMEDOUT ? .connectTimeout : .connectError)
+            metrics.error(.connectFailure(error))
             return
         }
         metrics.record(.tcpConnect, nanoseconds: EventLoop.now() - connections[c].connectStartNs)

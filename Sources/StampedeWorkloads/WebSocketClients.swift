@@ -120,7 +120,7 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
         clients[client].connectStartNs = EventLoop.now()
         switch loop.connect(to: endpoint.address, from: source, timeoutNs: endpoint.connectTimeoutNs) {
         case .failure(let error):
-            end(client, .connectFailed(Self.connectErrorClass(error.errno)))
+            end(client, .connectFailed(ErrorClass.connectFailure(error.errno)))
         case .success(let id):
             clients[client].connection = id
             clients[client].state = .connecting
@@ -208,14 +208,6 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
         loop.schedule(at: deadline, token: token)
     }
 
-    static func connectErrorClass(_ e: Int32) -> ErrorClass {
-        switch e {
-        case ECONNREFUSED: .connectRefused
-        case ETIMEDOUT: .connectTimeout
-        default: .connectError
-        }
-    }
-
     func sendClose(_ client: Int, code: UInt16) {
         guard !clients[client].closeSent else { return }
         clients[client].closeSent = true
@@ -266,7 +258,7 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
     public func connectCompleted(_ id: ConnectionID, error: Int32, loop: EventLoop) {
         guard let c = client(for: id), clients[c].state == .connecting else { return }
         if error != 0 {
-            end(c, .connectFailed(Self.connectErrorClass(error)))
+            end(c, .connectFailed(ErrorClass.connectFailure(error)))
             return
         }
         let now = EventLoop.now()

@@ -411,7 +411,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             }
             bind(id, k, role)
         case .failure(let e):
-            fail(k, Self.connectErrorClass(e.errno))
+            fail(k, ErrorClass.connectFailure(e.errno))
         }
     }
 
@@ -458,14 +458,6 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         case .webSockets: ws
         case .serverSentEvents: sse
         case .longPolling: lp
-        }
-    }
-
-    static func connectErrorClass(_ e: Int32) -> ErrorClass {
-        switch e {
-        case ECONNREFUSED: .connectRefused
-        case ETIMEDOUT: .connectTimeout
-        default: .connectError
         }
     }
 
@@ -1240,10 +1232,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
                 loop.close(clients[k].main, reset: true)
                 mainLost(k, .reset)
             case .close:
-                sendHub(k, numbered: false) { out in Codec.writeClose(into: out, error: nil, allowReconnect: false) }
-                if clients[k].transport == .webSockets { loop.closeAfterFlush(clients[k].main) } else { loop.close(clients[k].main) }
-                clients[k].mainState = .none
-                clients[k].main = ConnectionID(index: .max, generation: 0)
+                leaveWithClose(k)
                 drop(k, reason: nil)
             case .stall:
                 guard index >= 0 else { continue }
@@ -1251,6 +1240,15 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
                 loop.schedule(at: atNs + stallNs, token: token(.stallEnd, k, epoch: UInt32(index)))
             }
         }
+    }
+
+    /// A client-side leave: a Close message, then the main transport goes (after the Close is
+    /// flushed, on WebSockets). The caller decides what the client does next.
+    func leaveWithClose(_ k: Int) {
+        sendHub(k, numbered: false) { out in Codec.writeClose(into: out, error: nil, allowReconnect: false) }
+        if clients[k].transport == .webSockets { loop.closeAfterFlush(clients[k].main) } else { loop.close(clients[k].main) }
+        clients[k].mainState = .none
+        clients[k].main = ConnectionID(index: .max, generation: 0)
     }
 
     /// Churn: up to `count` connected clients with nothing in flight leave (a Close message,
@@ -1264,10 +1262,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             k = k + 1 == clients.count ? 0 : k + 1
             guard clients[k].phase == .connected, clients[k].mainState != .none, clients[k].outstanding == 0, !clients[k].resuming,
                   !loop.isReadingPaused(clients[k].main) else { continue }
-            sendHub(k, numbered: false) { out in Codec.writeClose(into: out, error: nil, allowReconnect: false) }
-            if clients[k].transport == .webSockets { loop.closeAfterFlush(clients[k].main) } else { loop.close(clients[k].main) }
-            clients[k].mainState = .none
-            clients[k].main = ConnectionID(index: .max, generation: 0)
+            leaveWithClose(k)
             closeSide(k)
             clients[k].epoch &+= 1  // the leaving user's timers end here…
             clients[k].sendEpoch &+= 1  // …and so does its send chain: the joiner starts its own
@@ -1322,7 +1317,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     public func connectCompleted(_ id: ConnectionID, error: Int32, loop: EventLoop) {
         guard let (k, role) = owner(id) else { return }
         if error != 0 {
-            fail(k, Self.connectErrorClass(error))
+            fail(k, ErrorClass.connectFailure(error))
             return
         }
         switch role {
