@@ -40,7 +40,7 @@ public final class AutobahnClient: WebSocketApplication, @unchecked Sendable {
         // Autobahn's 9.x cases send messages up to 16 MiB; allow them all.
         let endpoint = WebSocketEndpoint(address: address, host: host, path: "/", closeTimeoutNs: 3_000_000_000, maxMessageBytes: 64 << 20)
         let ws = WebSocketClients(loop: loop, endpoint: endpoint, clientCount: 1, random: FastRandom.fromSystem())
-        let client = AutobahnClient(ws: ws, agent: agent, caseTimeoutNs: UInt64(caseTimeoutSeconds * 1e9))
+        let client = AutobahnClient(ws: ws, agent: agent, caseTimeoutNs: nanoseconds(caseTimeoutSeconds))
         loop.start(name: "stampede-autobahn")
         loop.execute { _ in client.ws.connect(0, path: "/getCaseCount") }
         let outcome = client.finished.take()

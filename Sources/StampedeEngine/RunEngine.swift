@@ -126,8 +126,8 @@ public final class RunEngine {
         let rampStart = EventLoop.now() + 20_000_000
         for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.beginRampUp(startNs: rampStart) } }
         // Every client's attempt ends by itself (connect, upgrade and handshake timeouts); the budget is only a backstop.
-        let rampBudgetNs = UInt64((Double(scenario.clients) / scenario.connectRate + scenario.connectTimeoutSeconds * 2
-                                   + (scenario.hub?.handshakeTimeoutSeconds ?? 0) + 5) * 1e9)
+        let rampBudgetNs = nanoseconds((Double(scenario.clients) / scenario.connectRate + scenario.connectTimeoutSeconds * 2
+                                   + (scenario.hub?.handshakeTimeoutSeconds ?? 0) + 5))
         while true {
             let s = tick()
             if s.notYetStarted == 0 && s.inFlight == 0 { break }
@@ -148,20 +148,20 @@ public final class RunEngine {
             // Phase 2: messages.
             phase = "messages"
             let t0 = EventLoop.now() + 50_000_000
-            let t1 = t0 + UInt64(scenario.durationSeconds * 1e9)
+            let t1 = t0 + nanoseconds(scenario.durationSeconds)
             for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.beginMessages(startNs: t0, endNs: t1) } }
             var drops = options.connectionDrops.sorted { $0.atSeconds < $1.atSeconds }
             var events = Array(scenario.events.enumerated())
             messageStartNs = t0
             while EventLoop.now() < t1 {
                 _ = tick()
-                if let next = drops.first, EventLoop.now() >= t0 + UInt64(next.atSeconds * 1e9) {
+                if let next = drops.first, EventLoop.now() >= t0 + nanoseconds(next.atSeconds) {
                     drops.removeFirst()
                     for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.dropConnections(fraction: next.fraction) } }
                 }
-                while let (index, event) = events.first, EventLoop.now() >= t0 + UInt64(event.atSeconds * 1e9) {
+                while let (index, event) = events.first, EventLoop.now() >= t0 + nanoseconds(event.atSeconds) {
                     events.removeFirst()
-                    start(event, index: index, atNs: t0 + UInt64(event.atSeconds * 1e9))
+                    start(event, index: index, atNs: t0 + nanoseconds(event.atSeconds))
                 }
                 runChurn(until: t1)
                 if options.interrupt.isRaised { partialReason = "interrupted during the message phase"; break }
@@ -172,7 +172,7 @@ public final class RunEngine {
             phase = "drain"
             for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.beginDrain() } }
             let drainStart = EventLoop.now()
-            let drainEnd = drainStart + UInt64(scenario.drainSeconds * 1e9)
+            let drainEnd = drainStart + nanoseconds(scenario.drainSeconds)
             while partialReason == nil {
                 let s = tick()
                 let expected = expectsFanout ? (totals[.messagesSent] + s.sentSinceInterval) * UInt64(max(0, openAtStart - 1)) : 0
@@ -244,7 +244,7 @@ public final class RunEngine {
     }
 
     func startTarget() throws(RunSetupError) -> Endpoint {
-        let connectNs = UInt64(scenario.connectTimeoutSeconds * 1e9)
+        let connectNs = nanoseconds(scenario.connectTimeoutSeconds)
         let headers = scenario.headers.map { ($0.name, $0.value) }
         let sources = scenario.sourceAddresses.compactMap(parseIPv4)
         func webSocket(_ address: SocketAddress, host: String, path: String) -> Endpoint {
@@ -342,7 +342,7 @@ public final class RunEngine {
                 let clients = WebSocketClients(loop: loop, endpoint: ws, clientCount: mine.count, random: random)
                 var plan = ChatWorkload.Plan(totalClients: scenario.clients, globalIndices: mine, connectRate: scenario.connectRate,
                                              loadModel: scenario.loadModel, totalRate: scenario.message.ratePerSecond,
-                                             thinkTimeNs: UInt64(scenario.thinkTimeSeconds * 1e9), messageSize: scenario.message.size, runTag: runTag)
+                                             thinkTimeNs: nanoseconds(scenario.thinkTimeSeconds), messageSize: scenario.message.size, runTag: runTag)
                 plan.reconnect = scenario.reconnect
                 plan.heartbeat = scenario.heartbeat
                 plan.whileDisconnected = scenario.whileDisconnected
@@ -350,18 +350,18 @@ public final class RunEngine {
             case .rest(let address, let host, let port, let basePath):
                 var plan = RestPlan(totalClients: scenario.clients, globalIndices: mine, connectRate: scenario.connectRate,
                                     spec: scenario.rest ?? RestSpec(), address: address, host: host, port: port, basePath: basePath,
-                                    token: token, extraHeaderLines: headerLines, connectTimeoutNs: UInt64(scenario.connectTimeoutSeconds * 1e9),
+                                    token: token, extraHeaderLines: headerLines, connectTimeoutNs: nanoseconds(scenario.connectTimeoutSeconds),
                                     sourceAddresses: scenario.sourceAddresses.compactMap(parseIPv4))
                 plan.loadModel = scenario.loadModel
-                plan.thinkTimeNs = UInt64(scenario.thinkTimeSeconds * 1e9)
+                plan.thinkTimeNs = nanoseconds(scenario.thinkTimeSeconds)
                 workloads.append(RestClients(loop: loop, plan: plan, random: random))
             case .hub(let address, let base):
                 let spec = scenario.hub ?? HubSpec()
                 var plan = HubPlan(totalClients: scenario.clients, globalIndices: mine, connectRate: scenario.connectRate,
                                    loadModel: scenario.loadModel, totalRate: scenario.message.ratePerSecond,
-                                   thinkTimeNs: UInt64(scenario.thinkTimeSeconds * 1e9), messageSize: scenario.message.size, spec: spec,
+                                   thinkTimeNs: nanoseconds(scenario.thinkTimeSeconds), messageSize: scenario.message.size, spec: spec,
                                    base: base, accessToken: token, extraHeaderLines: headerLines,
-                                   connectTimeoutNs: UInt64(scenario.connectTimeoutSeconds * 1e9), maxMessageBytes: scenario.maxMessageBytes,
+                                   connectTimeoutNs: nanoseconds(scenario.connectTimeoutSeconds), maxMessageBytes: scenario.maxMessageBytes,
                                    sourceAddresses: scenario.sourceAddresses.compactMap(parseIPv4), runTag: runTag)
                 plan.whileDisconnected = scenario.whileDisconnected
                 switch spec.protocolKind {
@@ -591,7 +591,7 @@ public final class RunEngine {
         }
         switch event.kind {
         case .storm(let fraction, let mode, let stall):
-            let stallNs = UInt64(stall * 1e9)
+            let stallNs = nanoseconds(stall)
             for (i, w) in workloads.enumerated() {
                 loops[i].execute { _ in w.storm(index: index, atNs: atNs, fraction: fraction, mode: mode, stallNs: stallNs) }
             }
@@ -606,7 +606,7 @@ public final class RunEngine {
             let folder = scenario.file.isEmpty ? "" : URL(fileURLWithPath: scenario.file).deletingLastPathComponent().path
             commandRuns[index] = ExternalCommandRun(number: index + 1, command: command, workingDirectory: folder)
         case .churn(let rate, let length):
-            activeChurns.append(ChurnState(ratePerSecond: rate, endNs: atNs + UInt64(length * 1e9), lastNs: atNs))
+            activeChurns.append(ChurnState(ratePerSecond: rate, endNs: atNs + nanoseconds(length), lastNs: atNs))
         }
     }
 

@@ -274,11 +274,7 @@ public enum ResultsWriter {
     /// Creates the first free `<base>`, `<base>-2`, `<base>-3` … with mkdir, which fails if the folder exists,
     /// so two writers in the same second can never share a folder.
     static func makeRunFolder(in root: URL, baseName: String) throws -> URL {
-        do {
-            try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-        } catch {
-            throw ResultsWriterError.cannotCreateFolder(path: root.path, reason: "\(error)")
-        }
+        try makeRoot(root)
         var suffix = 1
         while true {
             let name = suffix == 1 ? baseName : "\(baseName)-\(suffix)"
@@ -288,6 +284,35 @@ public enum ResultsWriter {
             case .exists where suffix < 100_000: suffix += 1
             case .exists: throw ResultsWriterError.cannotCreateFolder(path: url.path, reason: "too many folders with this name")
             case .failed(let reason): throw ResultsWriterError.cannotCreateFolder(path: url.path, reason: reason)
+            }
+        }
+    }
+
+    /// Checks, before a run starts, that its results can be written under `root`: creates the
+    /// folder (and its parents) and a probe folder inside it, then removes the probe. A run that
+    /// could not keep its results fails here, not after the load was sent.
+    public static func checkWritable(resultsRoot root: URL) throws(ResultsWriterError) {
+        try makeRoot(root)
+        let probe = root.appendingPathComponent(".stampede-write-check-\(getpid())", isDirectory: true)
+        switch AtomicFile.makeDirectory(probe) {
+        case .created, .exists: rmdir(probe.path)
+        case .failed(let reason): throw .cannotCreateFolder(path: root.path, reason: reason)
+        }
+    }
+
+    /// `mkdir -p`, with the system's reason (not Foundation's error dump) when it fails.
+    static func makeRoot(_ root: URL) throws(ResultsWriterError) {
+        var path = ""
+        for part in root.standardizedFileURL.path.split(separator: "/") {
+            path += "/" + part
+            switch AtomicFile.makeDirectory(URL(fileURLWithPath: path)) {
+            case .created: continue
+            case .exists:
+                var isDirectory: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
+                    throw .cannotCreateFolder(path: root.path, reason: "\(path) is not a folder")
+                }
+            case .failed(let reason): throw .cannotCreateFolder(path: root.path, reason: reason)
             }
         }
     }

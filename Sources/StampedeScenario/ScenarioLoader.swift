@@ -8,21 +8,48 @@ import Yams
 /// file without guessing. Targets are restricted to loopback addresses: Stampede never sends load
 /// to another machine.
 public enum ScenarioLoader {
-    /// Loads and validates a scenario file.
+    /// The largest scenario file read: far above any real scenario, small enough that a wrong
+    /// file (a log, /dev/zero, a 50 MB list) is refused at once instead of parsed.
+    public static let maxFileBytes = 1 << 20
+
+    /// Loads and validates a scenario file, with command-line overrides applied first.
     ///
-    /// - Parameter path: Path of a YAML scenario file; it is stored, as given, in `Scenario.file`.
+    /// Besides the checks of `parse`, this looks outside the file: an access token read from
+    /// an environment variable or a file must be there now, so that a run does not fail after
+    /// it has started.
+    ///
+    /// - Parameters:
+    ///   - path: Path of a YAML scenario file; it is stored, as given, in `Scenario.file`.
+    ///   - overrides: Values from the command line (`--clients 200`), checked exactly as the
+    ///     fields they replace; a problem with one names the flag.
     /// - Throws: `ScenarioError` when the file cannot be read (line 0) or is not a valid scenario.
-    public static func load(path: String) throws(ScenarioError) -> Scenario {
+    public static func load(path: String, overrides: [Override] = []) throws(ScenarioError) -> Scenario {
+        let text = try readScenarioFile(path)
+        return try parse(yaml: text, file: path, overrides: overrides, checksEnvironment: true)
+    }
+
+    /// Reads a regular file of at most `maxFileBytes`, as UTF-8 text, without ever reading more.
+    private static func readScenarioFile(_ path: String) throws(ScenarioError) -> String {
+        func failure(_ reason: String) -> ScenarioError {
+            ScenarioError(file: path, line: 0, message: "cannot read scenario file: \(reason)")
+        }
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw failure(errno == ENOENT ? "no such file" : String(cString: strerror(errno))) }
+        if (info.st_mode & S_IFMT) == S_IFDIR { throw failure("it is a directory") }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { throw failure("it is not a regular file") }
+        guard info.st_size <= maxFileBytes else {
+            throw failure("it is \(info.st_size) bytes; a scenario file may be at most \(maxFileBytes) bytes (1 MiB)")
+        }
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw failure(String(cString: strerror(errno))) }
+        defer { try? handle.close() }
         let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw ScenarioError(file: path, line: 0, message: "cannot read scenario file: \(readFailureReason(error, path: path))")
+        do { data = try handle.read(upToCount: maxFileBytes + 1) ?? Data() } catch {
+            throw failure(readFailureReason(error, path: path))
         }
-        guard let text = String(data: data, encoding: .utf8) else {
-            throw ScenarioError(file: path, line: 0, message: "cannot read scenario file: it is not valid UTF-8 text")
-        }
-        return try parse(yaml: text, file: path)
+        // The file may have grown since stat.
+        guard data.count <= maxFileBytes else { throw failure("it is larger than \(maxFileBytes) bytes (1 MiB)") }
+        guard let text = String(data: data, encoding: .utf8) else { throw failure("it is not valid UTF-8 text") }
+        return text
     }
 
     /// Parses and validates the YAML text of a scenario.
@@ -31,10 +58,15 @@ public enum ScenarioLoader {
     ///   - yaml: The scenario as YAML text.
     ///   - file: Used in error messages, as the default scenario name (its base name without
     ///     extension) and stored in `Scenario.file`.
-    /// - Throws: `ScenarioError` naming the line, column and field of the first problem found.
-    public static func parse(yaml: String, file: String) throws(ScenarioError) -> Scenario {
+    ///   - overrides: Command-line values that replace (or add) top-level fields before checking.
+    ///   - checksEnvironment: Whether token variables and token files must exist now.
+    /// - Throws: `ScenarioError` naming the line, column and field (or the flag) of the first problem found.
+    public static func parse(yaml: String, file: String, overrides: [Override] = [], checksEnvironment: Bool = false) throws(ScenarioError) -> Scenario {
         // Some editors start UTF-8 files with a byte order mark, which libyaml rejects inside a String.
         let yaml = yaml.unicodeScalars.first == "\u{FEFF}" ? String(yaml.unicodeScalars.dropFirst()) : yaml
+        guard yaml.utf8.count <= maxFileBytes else {
+            throw ScenarioError(file: file, line: 0, message: "the scenario is larger than \(maxFileBytes) bytes (1 MiB)")
+        }
         let document: Node?
         do {
             document = try Yams.compose(yaml: yaml)
@@ -43,12 +75,17 @@ public enum ScenarioLoader {
         } catch {
             throw ScenarioError(file: file, line: 1, message: "invalid YAML: \(error)")
         }
-        guard let document else {
+        guard var document else {
             throw ScenarioError(
                 file: file, line: 1,
                 message: "the scenario is empty: it needs at least 'target', 'clients' and 'duration'")
         }
-        return try Reader(file: file).scenario(from: document)
+        var flags: [String: String] = [:]
+        if !overrides.isEmpty, case .mapping(let mapping) = document {
+            document = applying(overrides, to: mapping)
+            for o in overrides { flags[o.field] = o.flag }
+        }
+        return try Reader(file: file, flags: flags, checksEnvironment: checksEnvironment).scenario(from: document)
     }
 
     private static func readFailureReason(_ error: any Error, path: String) -> String {
@@ -132,16 +169,20 @@ public struct ScenarioError: Error, Sendable, Equatable, CustomStringConvertible
     public var field: String
     /// What is wrong and, where possible, what is expected instead.
     public var message: String
+    /// The command-line flag whose value is wrong (`--clients`), or "" for the file's own values.
+    public var flag: String
 
-    public init(file: String, line: Int, column: Int = 0, field: String = "", message: String) {
+    public init(file: String, line: Int, column: Int = 0, field: String = "", message: String, flag: String = "") {
         self.file = file
         self.line = line
         self.column = column
         self.field = field
         self.message = message
+        self.flag = flag
     }
 
     public var description: String {
+        if !flag.isEmpty { return "\(flag): \(message)" }
         var text = file.isEmpty ? "<scenario>" : file
         if line > 0 {
             text += ":\(line)"
@@ -187,6 +228,12 @@ private enum Limits {
     static let maxMessageBytes = 125...1_073_741_824
     // Upper bounds keep later arithmetic (nanosecond timestamps, message counts) far from overflow.
     static let durationSeconds = 7.0 * 24 * 3600
+    /// The shortest non-zero duration: timers are nanoseconds, but a period shorter than this
+    /// only makes a loop spin (a REST interval of 1e-12 s is a poll every 0 ns).
+    static let shortestDuration = 0.001
+    /// Rates: at least one event per 1,000 s, so every derived interval (clients ÷ rate) stays
+    /// within nanosecond arithmetic, and at most what one machine could ever do.
+    static let slowestRate = 0.001
     static let connectRate = 1_000_000.0
     static let messageRate = 10_000_000.0
     static let nameLength = 100
@@ -253,9 +300,22 @@ private struct Fields {
 /// Turns the composed YAML tree into a `Scenario`, throwing at the first invalid value.
 private struct Reader {
     let file: String
+    /// Top-level fields given on the command line, with their flags.
+    var flags: [String: String] = [:]
+    /// Whether token variables and files must exist now (a file about to run), or only be well formed.
+    var checksEnvironment = false
 
     func error(at node: Node, field: String, _ message: String) -> ScenarioError {
-        ScenarioError(file: file, line: node.mark?.line ?? 0, column: node.mark?.column ?? 0, field: field, message: message)
+        // Only a command-line value has no mark (see ScenarioLoader.applying).
+        if node.mark == nil, let flag = flags[field] {
+            return ScenarioError(file: file, line: 0, field: field, message: message, flag: flag)
+        }
+        return ScenarioError(file: file, line: node.mark?.line ?? 0, column: node.mark?.column ?? 0, field: field, message: message)
+    }
+
+    /// ", from --duration" when a command-line value set `field`, for messages about other fields.
+    func origin(of field: String) -> String {
+        flags[field].map { ", from \($0)" } ?? ""
     }
 
     func scenario(from root: Node) throws(ScenarioError) -> Scenario {
@@ -280,7 +340,15 @@ private struct Reader {
         let clients = try integer(try required("clients", in: fields), field: "clients", in: Limits.clients)
         var connectRate = 1000.0
         if let node = fields["connect_rate"] {
-            connectRate = try number(node, field: "connect_rate", above: 0, maximum: Limits.connectRate)
+            connectRate = try number(node, field: "connect_rate", atLeast: Limits.slowestRate, maximum: Limits.connectRate)
+        }
+        // The ramp-up is part of the run: it must end within the longest run Stampede measures.
+        let rampSeconds = Double(clients) / connectRate
+        guard rampSeconds <= Limits.durationSeconds else {
+            let node = fields["connect_rate"] ?? fields["clients"] ?? root
+            throw error(at: node, field: fields["connect_rate"] != nil ? "connect_rate" : "clients",
+                        "\(clients) clients at \(format(connectRate)) connections/s take \(format(rampSeconds.rounded()))s to connect, "
+                            + "more than the longest run (\(format(Limits.durationSeconds / 3600))h\(origin(of: "clients"))): raise connect_rate")
         }
         let duration = try duration(try required("duration", in: fields), field: "duration", allowZero: false)
         let message = try messageSpec(fields["message"])
@@ -438,7 +506,7 @@ private struct Reader {
             guard let atNode = f["at"] else { throw error(at: item, field: "\(path).at", "missing required field 'at'") }
             let at = try self.duration(atNode, field: "\(path).at", allowZero: true)
             guard at < duration else {
-                throw error(at: atNode, field: "\(path).at", "the event is at or after the end of the message phase (duration \(format(duration))s)")
+                throw error(at: atNode, field: "\(path).at", "the event is at or after the end of the message phase (duration \(format(duration))s\(origin(of: "duration")))")
             }
             let present = kinds.filter { f[$0] != nil }
             guard present.count == 1, let kind = present.first, let body = f[kind] else {
@@ -461,7 +529,7 @@ private struct Reader {
                 let m = try mappingNode(body, field: field, expecting: "{rate: 10, for: 30s} (clients leaving and joining per second)")
                 let cf = try Fields(m, path: field, known: ["rate", "for"], reader: self)
                 guard let rateNode = cf["rate"] else { throw error(at: body, field: "\(field).rate", "missing required field 'rate' (clients per second)") }
-                let rate = try number(rateNode, field: "\(field).rate", above: 0, maximum: Limits.connectRate)
+                let rate = try number(rateNode, field: "\(field).rate", atLeast: Limits.slowestRate, maximum: Limits.connectRate)
                 var length = duration - at
                 if let n = cf["for"] { length = try self.duration(n, field: "\(field).for", allowZero: false) }
                 event = .churn(ratePerSecond: rate, durationSeconds: min(length, duration - at))
@@ -719,6 +787,10 @@ private struct Reader {
         let fields = try Fields(mapping, path: "message", known: Keys.message, reader: self)
         if let rate = fields["rate"] {
             spec.ratePerSecond = try number(rate, field: "message.rate", atLeast: 0, maximum: Limits.messageRate)
+            guard spec.ratePerSecond == 0 || spec.ratePerSecond >= Limits.slowestRate else {
+                throw error(at: rate, field: "message.rate",
+                            "expected 0 (no messages) or a rate from \(format(Limits.slowestRate)) to \(format(Limits.messageRate)) per second, got \(describe(rate))")
+            }
         }
         if let size = fields["size"] {
             spec.size = try byteSize(size, field: "message.size", in: Limits.messageSize)
@@ -877,6 +949,9 @@ private struct Reader {
         }
         guard seconds.isFinite, allowZero ? seconds >= 0 : seconds > 0 else {
             throw error(at: node, field: field, "expected \(form), got \(describe(node))")
+        }
+        guard seconds == 0 || seconds >= Limits.shortestDuration else {
+            throw error(at: node, field: field, "expected \(allowZero ? "0 or " : "")a duration of at least 1ms, got \(describe(node))")
         }
         guard seconds <= Limits.durationSeconds else {
             throw error(
@@ -1099,7 +1174,7 @@ extension Reader {
                         "expected the name of an environment variable (letters, digits and '_', not starting with a digit), "
                             + "as in {env: HUB_TOKEN}\(describeUnlessText(env))")
                 }
-                return .environment(scalar.string)
+                return try available(.environment(scalar.string), at: env, field: "\(field).env")
             case (nil, let file?):
                 guard case .scalar(let scalar) = file, !isNull(file), !scalar.string.isEmpty,
                     !scalar.string.unicodeScalars.contains("\0")
@@ -1108,7 +1183,7 @@ extension Reader {
                         at: file, field: "\(field).file",
                         "expected the path of a file holding the token, as in {file: secrets/hub-token}\(describeUnlessText(file))")
                 }
-                return .file(scalar.string)
+                return try available(.file(scalar.string), at: file, field: "\(field).file")
             case (.some, .some):
                 throw error(at: node, field: field, "give either 'env' or 'file', not both")
             case (nil, nil):
@@ -1119,6 +1194,16 @@ extension Reader {
                 at: node, field: field,
                 "expected a token, {env: NAME} or {file: PATH}, got \(describe(node))")
         }
+    }
+
+    /// The source itself, once its variable or file is there (when the scenario is about to run):
+    /// a missing one is a bad scenario, reported at its line before any work starts.
+    private func available(_ source: TokenSource, at node: Node, field: String) throws(ScenarioError) -> TokenSource {
+        guard checksEnvironment else { return source }
+        do { _ = try ScenarioLoader.resolveToken(source, scenarioFile: file, field: field) } catch {
+            throw self.error(at: node, field: field, error.message)
+        }
+        return source
     }
 
     /// ", got a list" for structure, nothing for scalar text (which may be a misplaced secret).

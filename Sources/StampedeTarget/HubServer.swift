@@ -177,7 +177,7 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
         self.path = path
         self.configuration = configuration
         pathBytes = Array(path.utf8)
-        func ns(_ s: Double) -> UInt64 { UInt64(max(0.001, s) * 1e9) }
+        func ns(_ s: Double) -> UInt64 { nanoseconds(max(0.001, s)) }
         keepAliveNs = ns(configuration.keepAliveInterval)
         clientTimeoutNs = ns(configuration.clientTimeout)
         handshakeTimeoutNs = ns(configuration.handshakeTimeout)

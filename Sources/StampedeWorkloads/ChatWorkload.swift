@@ -246,9 +246,9 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     /// (nothing received for the timeout: drop the connection; the reconnect policy applies).
     func heartbeatSweep(now: UInt64) {
         guard let h = plan.heartbeat else { return }
-        let interval = h.intervalSeconds.map { UInt64($0 * 1e9) }
-        let pingInterval = h.pingIntervalSeconds.map { UInt64($0 * 1e9) }
-        let timeout = h.timeoutSeconds.map { UInt64($0 * 1e9) }
+        let interval = h.intervalSeconds.map { nanoseconds($0) }
+        let pingInterval = h.pingIntervalSeconds.map { nanoseconds($0) }
+        let timeout = h.timeoutSeconds.map { nanoseconds($0) }
         // A stalled client is frozen: it neither sends heartbeats nor judges the server.
         for k in plan.globalIndices.indices where ws.state(of: k) == .open && !ws.isReadingPaused(k) {
             if let timeout, now &- ws.lastReceivedNs(of: k) >= timeout, now > ws.lastReceivedNs(of: k) {

@@ -26,7 +26,7 @@ public struct LoadSchedule: Sendable {
 
     /// When client `g` connects.
     public func connectTime(start: UInt64, globalIndex g: Int) -> UInt64 {
-        start + UInt64(Double(g) * 1e9 / connectRate)
+        start + nanoseconds(Double(g) / connectRate)
     }
 
     /// Starts the message phase; false when nothing is to be sent (open model at rate 0).
@@ -34,7 +34,7 @@ public struct LoadSchedule: Sendable {
         self.endNs = endNs
         if loadModel == .open {
             guard totalRate > 0 else { return false }
-            intervalNs = UInt64(Double(totalClients) / totalRate * 1e9)
+            intervalNs = nanoseconds(Double(totalClients) / totalRate)
         }
         return true
     }

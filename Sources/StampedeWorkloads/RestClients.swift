@@ -164,7 +164,7 @@ public final class RestClients: EventLoopHandler, LoopWorkload, @unchecked Senda
     public func beginRampUp(startNs: UInt64) {
         phase = .rampUp
         for (k, g) in plan.globalIndices.enumerated() {
-            let at = startNs + UInt64(Double(g) / plan.connectRate * 1e9)
+            let at = startNs + nanoseconds(Double(g) / plan.connectRate)
             loop.schedule(at: at, token: token(.connect, k))
         }
     }
@@ -174,7 +174,7 @@ public final class RestClients: EventLoopHandler, LoopWorkload, @unchecked Senda
     public func beginMessages(startNs: UInt64, endNs: UInt64) {
         phase = .messages
         messagesEndNs = endNs
-        let interval = UInt64(plan.spec.intervalSeconds * 1e9)
+        let interval = nanoseconds(plan.spec.intervalSeconds)
         let spread = Double(plan.totalClients * resourceCount)
         for (k, g) in plan.globalIndices.enumerated() where !clients[k].stopped {
             for r in 0..<resourceCount {
@@ -279,7 +279,7 @@ public final class RestClients: EventLoopHandler, LoopWorkload, @unchecked Senda
             let c = index
             guard connections[c].epoch & 0xF_FFFF == epoch, connections[c].state == .busy else { return }
             if TimerKind(rawValue: token >> 52) == .firstByte && connections[c].status != 0 {
-                let wholeDeadline = connections[c].sentNs + UInt64(plan.spec.responseTimeoutSeconds * 1e9)
+                let wholeDeadline = connections[c].sentNs + nanoseconds(plan.spec.responseTimeoutSeconds)
                 if deadline < wholeDeadline {
                     loop.schedule(at: wholeDeadline, token: self.token(.response, c, epoch: connections[c].epoch))
                     return
@@ -381,7 +381,7 @@ public final class RestClients: EventLoopHandler, LoopWorkload, @unchecked Senda
         connections[c].location.removeAll(keepingCapacity: true)
         // One timer per request: the first-byte deadline, which becomes the whole-response
         // deadline if the head has arrived by then (a heap entry costs as much as the rest).
-        let firstByte = UInt64(plan.spec.firstByteTimeoutSeconds * 1e9), whole = UInt64(plan.spec.responseTimeoutSeconds * 1e9)
+        let firstByte = nanoseconds(plan.spec.firstByteTimeoutSeconds), whole = nanoseconds(plan.spec.responseTimeoutSeconds)
         loop.schedule(at: now + min(firstByte, whole), token: token(.firstByte, c, epoch: connections[c].epoch))
     }
 
@@ -659,15 +659,15 @@ public final class RestClients: EventLoopHandler, LoopWorkload, @unchecked Senda
             case .rateLimited:
                 metrics.count(.messagesFailed)
                 let wait = connections[c].retryAfterSeconds ?? Double(polls[q].intervalNs) / 1e9
-                polls[q].resumeAtNs = now + UInt64(wait * 1e9)
+                polls[q].resumeAtNs = now + nanoseconds(wait)
                 restartSchedule(q, at: polls[q].resumeAtNs)
             case .authFailure:
                 metrics.count(.messagesFailed)
                 stopClient(k)
                 return
             }
-            if let interval = p.newIntervalSeconds, UInt64(interval * 1e9) != polls[q].intervalNs {
-                polls[q].intervalNs = UInt64(interval * 1e9)
+            if let interval = p.newIntervalSeconds, nanoseconds(interval) != polls[q].intervalNs {
+                polls[q].intervalNs = nanoseconds(interval)
                 restartSchedule(q, at: now + polls[q].intervalNs)
             }
             if p.stops {
@@ -695,7 +695,7 @@ public final class RestClients: EventLoopHandler, LoopWorkload, @unchecked Senda
             var ts = timespec()
             clock_gettime(CLOCK_REALTIME, &ts)
             let wall = Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-            if wall >= changedAt { metrics.record(.staleness, nanoseconds: UInt64((wall - changedAt) * 1e9)) }
+            if wall >= changedAt { metrics.record(.staleness, nanoseconds: nanoseconds((wall - changedAt))) }
         }
         polls[q].seenRepresentation = true
         if !etag.isEmpty {

@@ -14,6 +14,21 @@ let interrupt = InterruptFlag()
 
 @main
 struct Stampede: ParsableCommand {
+    /// ArgumentParser's own entry point, except that a bad flag or value exits with 2, the code
+    /// for every kind of bad input (ArgumentParser would use 64).
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch {
+            if exitCode(for: error) == .validationFailure {
+                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+                Foundation.exit(ExitStatus.badInput)
+            }
+            exit(withError: error)
+        }
+    }
+
     static let configuration = CommandConfiguration(
         commandName: "stampede",
         abstract: "Load generator and latency profiler for real-time (WebSocket) servers.",
@@ -52,20 +67,20 @@ struct Run: ParsableCommand {
     @Argument(help: "Scenario file (YAML).")
     var scenario: String
 
-    @Option(help: "Client event loops (threads). Default: one per core.")
+    @Option(help: "Client event loops (threads), 1 to 256. Default: one per core.")
     var loops: Int?
 
-    @Option(help: "Folder to write results into.")
+    @Option(help: "Folder to write results into (created if needed; checked before the run starts).")
     var results: String = "results"
 
     @Option(help: "Override the scenario's target ('embedded', or a loopback ws:// URL for chat, http:// for hub and REST).")
     var target: String?
 
-    @Option(help: "Override the number of clients.")
-    var clients: Int?
+    @Option(help: "Override the number of clients (1 to 1,000,000).")
+    var clients: String?
 
-    @Option(help: "Override the message phase duration, in seconds.")
-    var duration: Double?
+    @Option(help: "Override the message phase duration: seconds, or with a unit (500ms, 90s, 2m, 1h; at most 168h).")
+    var duration: String?
 
     @Flag(help: "Plain log lines instead of a live progress line.")
     var plain = false
@@ -73,35 +88,29 @@ struct Run: ParsableCommand {
     @Flag(help: "No progress output.")
     var quiet = false
 
+    func validate() throws {
+        if let l = loops, !(1...256).contains(l) { throw ValidationError("--loops must be from 1 to 256, got \(l)") }
+    }
+
+    /// The flags that replace scenario fields, checked by the loader exactly as those fields are.
+    var overrides: [ScenarioLoader.Override] {
+        var list: [ScenarioLoader.Override] = []
+        if let target { list.append(.init(flag: "--target", field: "target", value: target)) }
+        if let clients { list.append(.init(flag: "--clients", field: "clients", value: clients)) }
+        if let duration { list.append(.init(flag: "--duration", field: "duration", value: duration)) }
+        return list
+    }
+
     func run() throws {
-        var s: Scenario
-        do { s = try ScenarioLoader.load(path: scenario) } catch {
+        let s: Scenario
+        do { s = try ScenarioLoader.load(path: scenario, overrides: overrides) } catch {
             FileHandle.standardError.write(Data("error: \(error)\n".utf8))
             throw ExitCode(ExitStatus.badInput)
         }
-        if let t = target {
-            switch ScenarioLoader.parseTarget(t) {
-            case .success(let parsed):
-                if let problem = ScenarioLoader.targetProblem(parsed, workload: s.workload) {
-                    FileHandle.standardError.write(Data("error: --target: \(problem)\n".utf8))
-                    throw ExitCode(ExitStatus.badInput)
-                }
-                s.target = parsed
-            case .failure(let problem):
-                FileHandle.standardError.write(Data("error: --target: \(problem.message)\n".utf8))
-                throw ExitCode(ExitStatus.badInput)
-            }
+        do { try ResultsWriter.checkWritable(resultsRoot: URL(fileURLWithPath: results)) } catch {
+            FileHandle.standardError.write(Data("error: --results: \(error)\n".utf8))
+            throw ExitCode(ExitStatus.badInput)
         }
-        if let c = clients {
-            guard (1...1_000_000).contains(c) else { throw ValidationError("--clients must be from 1 to 1,000,000") }
-            s.clients = c
-        }
-        if let d = duration {
-            guard d > 0, d <= 7 * 24 * 3600 else { throw ValidationError("--duration must be > 0 seconds") }
-            s.durationSeconds = d
-        }
-        if let l = loops, !(1...256).contains(l) { throw ValidationError("--loops must be from 1 to 256") }
-
         installSignalHandlers()
         let style: RunOptions.ProgressStyle = quiet ? .silent : (plain || isatty(STDERR_FILENO) == 0) ? .lines : .terminal
         var options = RunOptions(resultsRoot: URL(fileURLWithPath: results), progress: style, interrupt: interrupt)

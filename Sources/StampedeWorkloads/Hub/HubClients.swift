@@ -302,8 +302,8 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     /// Once a second: ping clients that sent nothing for a keep-alive interval, and fail those
     /// that heard nothing for the server timeout (§5). Long polling has neither.
     func keepAliveSweep(now: UInt64) {
-        let keepAlive = UInt64(plan.spec.keepAliveSeconds * 1e9)
-        let serverTimeout = UInt64(plan.spec.serverTimeoutSeconds * 1e9)
+        let keepAlive = nanoseconds(plan.spec.keepAliveSeconds)
+        let serverTimeout = nanoseconds(plan.spec.serverTimeoutSeconds)
         for k in clients.indices where clients[k].phase == .connected || clients[k].phase == .joining {
             // Long polling has no keep-alive; a stalled client is frozen and judges nothing.
             guard clients[k].transport != .longPolling, !loop.isReadingPaused(clients[k].main) else { continue }
@@ -358,7 +358,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         resetStatefulState(k)
         clients[k].phaseStartNs = EventLoop.now()
         metrics.count(.connectAttempts)
-        loop.schedule(at: EventLoop.now() + UInt64(plan.spec.handshakeTimeoutSeconds * 1e9) + plan.connectTimeoutNs * 2,
+        loop.schedule(at: EventLoop.now() + nanoseconds(plan.spec.handshakeTimeoutSeconds) + plan.connectTimeoutNs * 2,
                       token: token(.handshakeTimeout, k, epoch: clients[k].epoch))
         if plan.spec.skipNegotiation {
             clients[k].negotiated = nil

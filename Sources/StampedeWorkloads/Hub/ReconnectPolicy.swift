@@ -1,3 +1,4 @@
+import StampedeLoop
 import Foundation
 import StampedeScenario
 
@@ -45,7 +46,7 @@ public struct ReconnectTimeline: Sendable, Equatable {
     public mutating func failed(atNs nowNs: UInt64, policy: ReconnectPolicy, unitRandom: Double) -> UInt64? {
         guard let delay = policy.nextDelay(previousAttempts: attempts, unitRandom: unitRandom) else { return nil }
         attempts += 1
-        return nowNs + UInt64(delay * 1e9)
+        return nowNs + nanoseconds(delay)
     }
 
     /// Connected again: the next loss starts the policy from its first delay.
