@@ -15,6 +15,8 @@ let package = Package(
         .executable(name: "stampede", targets: ["stampede"]),
         .library(name: "StampedeWire", targets: ["StampedeWire"]),
         .library(name: "StampedeMetrics", targets: ["StampedeMetrics"]),
+        // For the scenario fuzz target (Fuzz/scenario), a package of its own.
+        .library(name: "StampedeEngine", targets: ["StampedeEngine"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),

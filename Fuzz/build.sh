@@ -17,7 +17,7 @@ targets=(websocket json-hub msgpack-hub sse http-response http-request)
 flags=(-O -gline-tables-only -use-ld=lld -swift-version 6 -sanitize=fuzzer,address -parse-as-library -module-name StampedeFuzz)
 
 cd "$root"
-mapfile -t sources < <(find Sources/StampedeWire Fuzz -name '*.swift' | LC_ALL=C sort)
+mapfile -t sources < <({ find Sources/StampedeWire -name '*.swift'; find Fuzz -maxdepth 1 -name '*.swift'; } | LC_ALL=C sort)
 stamp="$({ "$swiftc" --version 2>&1; echo "${flags[*]}"; for f in "${sources[@]}"; do echo "== $f"; cat "$f"; done; } | sha256sum | cut -d' ' -f1)"
 
 mkdir -p "$out"

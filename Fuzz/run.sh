@@ -3,7 +3,7 @@
 #
 #   Fuzz/run.sh TARGET SECONDS [extra libFuzzer flags...]
 #
-# TARGET is websocket, json-hub, msgpack-hub, sse, http-response or http-request. Builds if needed, then
+# TARGET is websocket, json-hub, msgpack-hub, sse, http-response, http-request or scenario. Builds if needed, then
 # fuzzes with one job for SECONDS, starting from the checked-in seeds in
 # Tests/Fuzz/corpus/TARGET and growing a working corpus in .build-fuzz/corpus/TARGET (the
 # seeds are not modified). The log is .build-fuzz/logs/TARGET/fuzz-0.log; crash inputs land in
@@ -21,7 +21,7 @@ out="${STAMPEDE_FUZZ_BUILD_DIR:-$root/.build-fuzz}"
 seeds="$root/Tests/Fuzz/corpus/$target"
 dict="$root/Fuzz/dict/$target.dict"
 
-"$root/Fuzz/build.sh"
+if [[ "$target" == scenario ]]; then "$root/Fuzz/build-scenario.sh"; else "$root/Fuzz/build.sh"; fi
 # The Swift runtime's crash backtracer and ASan both handle the fatal signal; keep only ASan's report.
 export SWIFT_BACKTRACE=enable=no
 [[ -e "$out/fuzz-$target" ]] || { echo "unknown target: $target" >&2; exit 2; }

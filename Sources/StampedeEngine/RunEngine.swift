@@ -97,22 +97,11 @@ public final class RunEngine {
         let startedAt = Date()
         let cpuAtStart = cs_process_cpu_ns()
         let limit = cs_raise_open_files_limit()
-        let embedded = scenario.target == .embedded
-        // Each client is one descriptor (hub clients on SSE or long polling two), and the embedded
-        // server holds the other end in this process too.
-        let perClient = scenario.workload == .hub && scenario.hub?.transports != [.webSockets] ? 2
-            : scenario.workload == .rest ? scenario.rest?.poolSize ?? 1 : 1
-        var needed = scenario.clients * perClient * (embedded ? 2 : 1) + 64
-        if embedded && limit > 0 && needed > limit, options.stampedeExecutable != nil, scenario.clients * perClient + 64 <= limit {
-            // Both ends do not fit in one process: the reference target moves to a child process.
-            targetInChildProcess = true
-            needed = scenario.clients * perClient + 64
-        }
-        if limit > 0 && needed > limit {
-            throw RunSetupError("\(scenario.clients) clients need about \(needed) file descriptors \(embedded ? "(the embedded target holds the other end of every connection) " : "")but this process may open \(limit). Use fewer clients, run the target in its own process (stampede serve), or split the load over several stampede processes.")
-        }
+        let plan = RunPlan(scenario: scenario, loops: options.loops, openFilesLimit: Int(limit), canSpawnTarget: options.stampedeExecutable != nil)
+        if let problem = plan.problem { throw RunSetupError(problem) }
+        targetInChildProcess = plan.targetInChildProcess
         let endpoint = try startTarget()
-        let loopCount = max(1, min(options.loops, scenario.clients))
+        let loopCount = plan.loopCount
         try startLoops(count: loopCount, endpoint: endpoint)
         defer { shutdown() }
 
@@ -126,8 +115,7 @@ public final class RunEngine {
         let rampStart = EventLoop.now() + 20_000_000
         for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.beginRampUp(startNs: rampStart) } }
         // Every client's attempt ends by itself (connect, upgrade and handshake timeouts); the budget is only a backstop.
-        let rampBudgetNs = nanoseconds((Double(scenario.clients) / scenario.connectRate + scenario.connectTimeoutSeconds * 2
-                                   + (scenario.hub?.handshakeTimeoutSeconds ?? 0) + 5))
+        let rampBudgetNs = plan.rampBudgetNs
         while true {
             let s = tick()
             if s.notYetStarted == 0 && s.inFlight == 0 { break }
@@ -148,7 +136,7 @@ public final class RunEngine {
             // Phase 2: messages.
             phase = "messages"
             let t0 = EventLoop.now() + 50_000_000
-            let t1 = t0 + nanoseconds(scenario.durationSeconds)
+            let t1 = t0 + plan.durationNs
             for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.beginMessages(startNs: t0, endNs: t1) } }
             var drops = options.connectionDrops.sorted { $0.atSeconds < $1.atSeconds }
             var events = Array(scenario.events.enumerated())
@@ -172,7 +160,7 @@ public final class RunEngine {
             phase = "drain"
             for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.beginDrain() } }
             let drainStart = EventLoop.now()
-            let drainEnd = drainStart + nanoseconds(scenario.drainSeconds)
+            let drainEnd = drainStart + plan.drainNs
             while partialReason == nil {
                 let s = tick()
                 let expected = expectsFanout ? (totals[.messagesSent] + s.sentSinceInterval) * UInt64(max(0, openAtStart - 1)) : 0

@@ -1,0 +1,71 @@
+import StampedeLoop
+import StampedeScenario
+import StampedeWorkloads
+
+/// What a scenario means for the engine, worked out before anything starts: loops, file
+/// descriptors, where the embedded target runs, and every time span in nanoseconds.
+///
+/// Pure (no sockets, no clock, no environment), so the whole path from YAML to the numbers a
+/// run uses can be fuzzed: `ScenarioProbe` drives it with arbitrary input and must never trap.
+public struct RunPlan: Sendable, Equatable {
+    /// How many client loops a run may have (`--loops`).
+    public static let loopRange = 1...256
+
+    /// Client event loops: no more than there are clients.
+    public let loopCount: Int
+    /// Descriptors one client holds: hub clients off WebSockets two, REST clients one per pooled connection.
+    public let descriptorsPerClient: Int
+    /// Descriptors this process needs (both ends when the embedded target shares it).
+    public let descriptorsNeeded: Int
+    /// The embedded target moves to a `stampede serve` child because both ends do not fit.
+    public let targetInChildProcess: Bool
+    /// Why the run cannot start on this machine, or nil.
+    public let problem: String?
+
+    public let connectTimeoutNs: UInt64
+    public let thinkTimeNs: UInt64
+    public let durationNs: UInt64
+    public let drainNs: UInt64
+    /// A backstop on the ramp-up: every attempt ends by itself before, by its own timeouts.
+    public let rampBudgetNs: UInt64
+    /// Each event's offset into the message phase.
+    public let eventOffsetsNs: [UInt64]
+
+    /// - Parameters:
+    ///   - loops: Loops asked for (`--loops`, default one per core).
+    ///   - openFilesLimit: This process's limit (0: unknown, not checked).
+    ///   - canSpawnTarget: Whether a `stampede` executable is there to run the target as a child.
+    public init(scenario s: Scenario, loops: Int, openFilesLimit: Int, canSpawnTarget: Bool) {
+        loopCount = max(1, min(loops, s.clients))
+        let embedded = s.target == .embedded
+        descriptorsPerClient = s.workload == .hub && s.hub?.transports != [.webSockets] ? 2
+            : s.workload == .rest ? s.rest?.poolSize ?? 1 : 1
+        let ours = s.clients * descriptorsPerClient + 64
+        var needed = embedded ? s.clients * descriptorsPerClient * 2 + 64 : ours
+        var child = false
+        if embedded && openFilesLimit > 0 && needed > openFilesLimit, canSpawnTarget, ours <= openFilesLimit {
+            child = true
+            needed = ours
+        }
+        descriptorsNeeded = needed
+        targetInChildProcess = child
+        problem = openFilesLimit > 0 && needed > openFilesLimit
+            ? "\(s.clients) clients need about \(needed) file descriptors \(embedded ? "(the embedded target holds the other end of every connection) " : "")but this process may open \(openFilesLimit). Use fewer clients, run the target in its own process (stampede serve), or split the load over several stampede processes."
+            : nil
+
+        connectTimeoutNs = nanoseconds(s.connectTimeoutSeconds)
+        thinkTimeNs = nanoseconds(s.thinkTimeSeconds)
+        durationNs = nanoseconds(s.durationSeconds)
+        drainNs = nanoseconds(s.drainSeconds)
+        rampBudgetNs = nanoseconds(Double(s.clients) / s.connectRate + s.connectTimeoutSeconds * 2 + (s.hub?.handshakeTimeoutSeconds ?? 0) + 5)
+        eventOffsetsNs = s.events.map { nanoseconds($0.atSeconds) }
+    }
+
+    /// The message schedule every loop follows, begun for a phase starting at `startNs`.
+    public func schedule(for s: Scenario, startNs: UInt64) -> LoadSchedule {
+        var schedule = LoadSchedule(totalClients: s.clients, connectRate: s.connectRate, loadModel: s.loadModel,
+                                    totalRate: s.message.ratePerSecond, thinkTimeNs: thinkTimeNs)
+        _ = schedule.beginMessages(endNs: startNs + durationNs)
+        return schedule
+    }
+}
