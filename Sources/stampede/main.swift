@@ -195,6 +195,13 @@ struct Serve: ParsableCommand {
     @Option(help: "Port of the fault switch on 127.0.0.1 (0 picks a free one; default: none).")
     var adminPort: Int?
 
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535, got \(port)") }
+        guard maxSeconds.isFinite, (0...7 * 24 * 3600).contains(maxSeconds) else {
+            throw ValidationError("--max-seconds must be from 0 (until Ctrl-C) to 604800 (168h), got \(maxSeconds)")
+        }
+    }
+
     func run() throws {
         guard let v4 = parseIPv4(host), v4 >> 24 == 127 else {
             throw ValidationError("--host must be a 127.x.x.x loopback address")
@@ -356,6 +363,10 @@ struct Autobahn: ParsableCommand {
 
     @Option(help: "Agent name the report lists the results under.")
     var agent: String = "stampede"
+
+    func validate() throws {
+        guard (1...65535).contains(port) else { throw ValidationError("--port must be from 1 to 65535, got \(port)") }
+    }
 
     func run() throws {
         guard host == "localhost" || host == "::1" || (parseIPv4(host).map { $0 >> 24 == 127 } ?? false) else {

@@ -136,6 +136,14 @@ FLAGS += [(["--results", "/proc/stampede-no"], "--results"), (["--results", "/de
 FLAGS += [(["--bogus"], "--bogus"), (["--clients"], "--clients"), (["extra-positional"], "extra-positional")]
 FLAGS += [(["--duration", "1"], "events[0].at")]  # the scenario has an event at 1.5 s: the override moves the end before it
 
+# Other subcommands' flags: (full argument list, text the message must contain).
+OTHER = [(["serve", "--port", v, "--max-seconds", "1"], "--port") for v in ["-1", "70000", "abc"]]
+OTHER += [(["serve", "--max-seconds", v], "--max-seconds") for v in ["nan", "-1", "1e300"]]
+OTHER += [(["serve", "--host", "10.0.0.1", "--max-seconds", "1"], "--host"), (["serve", "--rest", "--change-rate", "nan", "--max-seconds", "1"], "--change-rate"),
+          (["serve", "--rest", "--body-size", "-1", "--max-seconds", "1"], "--body-size"), (["serve", "--hub", "--rest", "--max-seconds", "1"], "--rest"),
+          (["serve", "--admin-port", "70000", "--max-seconds", "1"], "--admin-port"), (["autobahn", "--port", "0"], "--port"),
+          (["validate"], "files")]
+
 
 def render(base, field, value):
     fields = dict(base)
@@ -198,6 +206,8 @@ def main():
     for argv, expect in FLAGS:
         jobs.append((["run", valid] + argv + ["--quiet"] + ([] if "--results" in argv else ["--results", results]), expect,
                      "run %s" % " ".join(repr(a) for a in argv)))
+    for argv, expect in OTHER:
+        jobs.append((argv, expect, " ".join(repr(a) for a in argv)))
     scenarios = len(CASES) + len(FILES)
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         outcomes = list(pool.map(lambda j: run_one(args.stampede, *j), jobs))
@@ -212,7 +222,7 @@ def main():
     if produced:
         print("FAIL a rejected input still wrote results: %s" % produced)
         failures.append("results")
-    print("%d broken scenarios, %d broken command lines, %d runs of stampede" % (scenarios, len(FLAGS), len(jobs)))
+    print("%d broken scenarios, %d broken command lines, %d runs of stampede" % (scenarios, len(FLAGS) + len(OTHER), len(jobs)))
     print("broken inputs: %d passed, %d failed" % (len(jobs) - len(failures), len(failures)))
     return 1 if failures else 0
 
