@@ -225,6 +225,9 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             case .idle, .ended: continue
             case .waitingToReconnect:
                 setPhase(k, .ended)
+            case let p where Self.isConnecting(p):
+                // Negotiate, connect, handshake or join cut off: nothing timed out or failed.
+                fail(k, .interrupted)
             default:
                 closeGracefully(k)
             }
@@ -871,7 +874,11 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             switch HubHandshake.parseResponse(buffer) {
             case .needMore:
                 return 0
-            case .error, .invalid:
+            case .error(let errorRange):
+                noteHubError(buffer, errorRange, context: "handshake")
+                fail(k, .handshakeFailed)
+                return buffer.count
+            case .invalid:
                 fail(k, .handshakeFailed)
                 return buffer.count
             case .success(let consumed):
@@ -989,7 +996,11 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             guard let idRange = m.invocationId else { return }
             let id = UnsafeRawBufferPointer(rebasing: buffer[idRange])
             if clients[k].phase == .joining && id.elementsEqual("join".utf8) {
-                if m.error != nil { fail(k, .hubError); return }
+                if let errorRange = m.error {
+                    noteHubError(buffer, errorRange, context: "join")
+                    fail(k, .hubError)
+                    return
+                }
                 connected(k)
                 return
             }
@@ -1005,7 +1016,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             if let errorRange = m.error {
                 metrics.count(.messagesFailed)
                 metrics.error(.hubError)
-                metrics.countHubError(String(decoding: UnsafeRawBufferPointer(rebasing: buffer[errorRange]), as: UTF8.self))
+                noteHubError(buffer, errorRange, context: nil)
             } else if !resultAsExpected(m, buffer, stamp: stamp) {
                 metrics.count(.messagesFailed)
                 metrics.error(.unexpectedReply)
@@ -1046,11 +1057,21 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         case .close:
             // §6: a Close with allowReconnect may reconnect; without it the close is final.
             let error = m.error != nil
-            if error { metrics.error(.closedWithError) }
+            if let errorRange = m.error {
+                metrics.error(.closedWithError)
+                noteHubError(buffer, errorRange, context: "close")
+            }
             if m.allowReconnect { drop(k, reason: error ? nil : nil) } else { end(k, failed: error ? .closedWithError : nil, reconnect: false) }
         case .streamInvocation, .cancelInvocation, .ack, .sequence, .none:
             break
         }
+    }
+
+    /// Keeps the server's error text for `hub_errors`: a Completion's as it is, others (`join`,
+    /// `handshake`, `close`) prefixed with what produced them. Rare path: the String is fine here.
+    func noteHubError(_ buffer: UnsafeRawBufferPointer, _ range: Range<Int>, context: String?) {
+        let text = String(decoding: UnsafeRawBufferPointer(rebasing: buffer[range]), as: UTF8.self)
+        metrics.countHubError(context.map { "\($0): \(text)" } ?? text)
     }
 
     /// Checks a Completion's result against the scenario's `expect`.
