@@ -349,6 +349,7 @@ public final class RunEngine {
                 plan.reconnect = scenario.reconnect
                 plan.heartbeat = scenario.heartbeat
                 plan.whileDisconnected = scenario.whileDisconnected
+                plan.seed = scenario.seed
                 workloads.append(ChatWorkload(ws: clients, plan: plan))
             case .rest(let address, let host, let port, let basePath):
                 var plan = RestPlan(totalClients: scenario.clients, globalIndices: mine, connectRate: scenario.connectRate,
@@ -367,6 +368,7 @@ public final class RunEngine {
                                    connectTimeoutNs: UInt64(scenario.connectTimeoutSeconds * 1e9), maxMessageBytes: scenario.maxMessageBytes,
                                    sourceAddresses: scenario.sourceAddresses.compactMap(parseIPv4), runTag: runTag)
                 plan.whileDisconnected = scenario.whileDisconnected
+                plan.seed = scenario.seed
                 switch spec.protocolKind {
                 case .json: workloads.append(HubClients<JSONHubProtocol>(loop: loop, plan: plan, address: address, random: random))
                 case .messagePack: workloads.append(HubClients<MessagePackHubProtocol>(loop: loop, plan: plan, address: address, random: random))

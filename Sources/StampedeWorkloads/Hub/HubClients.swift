@@ -32,6 +32,8 @@ public struct HubPlan: Sendable {
     /// resume is not a disconnect for this purpose: there, as in the official clients, the
     /// connection stays Connected and calls wait in the replay buffer.
     public var whileDisconnected: DisconnectedSends = .drop
+    /// Seeds the open model's permutation of send slots (the scenario's seed).
+    public var seed: UInt64 = 0
     /// `queue`: the most calls one client keeps while it reconnects. The queue is only a count
     /// (sequence numbers; each call is written when it is sent), so this bounds the burst a
     /// client sends when it is back, not memory; when it is full the oldest call is dropped and
@@ -174,7 +176,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         reconnectPolicy = ReconnectPolicy(plan.spec.reconnect)
         userNames = plan.globalIndices.map { Array("\(plan.runTag)-user-\($0)".utf8) }
         schedule = LoadSchedule(totalClients: plan.totalClients, connectRate: plan.connectRate, loadModel: plan.loadModel,
-                                totalRate: plan.totalRate, thinkTimeNs: plan.thinkTimeNs)
+                                totalRate: plan.totalRate, thinkTimeNs: plan.thinkTimeNs, seed: plan.seed)
         scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: max(64 * 1024, plan.messageSize * 2 + 4096), alignment: 16)
         loop.handler = self
     }
