@@ -103,7 +103,7 @@ public final class RunEngine {
         let endpoint = try startTarget()
         let loopCount = plan.loopCount
         try startLoops(count: loopCount, endpoint: endpoint)
-        defer { shutdown() }
+        defer { shutdown(interrupted: options.interrupt.isRaised) }
 
         runStartNs = EventLoop.now()
         lastIntervalNs = runStartNs
@@ -178,7 +178,10 @@ public final class RunEngine {
         let openAtEnd = currentOpen()
         let reason = lossReason
         for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.closeAll(lostReason: reason) } }
-        let closeDeadline = EventLoop.now() + 4_000_000_000
+        // Interrupted, the whole process must be gone within 2 s of the signal: the close
+        // handshakes get a moment, then the loops drop what is left (the counts are final already).
+        let interrupted = partialReason != nil
+        let closeDeadline = EventLoop.now() + (interrupted ? 300_000_000 : 4_000_000_000)
         while EventLoop.now() < closeDeadline {
             let live = loops.indices.reduce(0) { n, i in n + loops[i].submitAndWait { [w = workloads[i]] _ in w.liveClients } }
             if live == 0 { break }
@@ -188,7 +191,7 @@ public final class RunEngine {
         progress.finish()
         let storms = collectStorms()
         // A command still running is waited for briefly; its outcome says whether it finished.
-        for run in commandRuns.values where run.finished == nil { _ = run.wait(seconds: 2) }
+        for run in commandRuns.values where run.finished == nil { _ = run.wait(seconds: interrupted ? 0.1 : 2) }
 
         totals.counters[Counter.fanoutExpected.rawValue] = expectsFanout ? totals[.messagesSent] * UInt64(max(0, openAtStart - 1)) : 0
         let processCPU = Double(cs_process_cpu_ns() - cpuAtStart) / 1e9
@@ -334,6 +337,7 @@ public final class RunEngine {
                 plan.reconnect = scenario.reconnect
                 plan.heartbeat = scenario.heartbeat
                 plan.whileDisconnected = scenario.whileDisconnected
+                plan.seed = scenario.seed
                 workloads.append(ChatWorkload(ws: clients, plan: plan))
             case .rest(let address, let host, let port, let basePath):
                 var plan = RestPlan(totalClients: scenario.clients, globalIndices: mine, connectRate: scenario.connectRate,
@@ -352,6 +356,7 @@ public final class RunEngine {
                                    connectTimeoutNs: nanoseconds(scenario.connectTimeoutSeconds), maxMessageBytes: scenario.maxMessageBytes,
                                    sourceAddresses: scenario.sourceAddresses.compactMap(parseIPv4), runTag: runTag)
                 plan.whileDisconnected = scenario.whileDisconnected
+                plan.seed = scenario.seed
                 switch spec.protocolKind {
                 case .json: workloads.append(HubClients<JSONHubProtocol>(loop: loop, plan: plan, address: address, random: random))
                 case .messagePack: workloads.append(HubClients<MessagePackHubProtocol>(loop: loop, plan: plan, address: address, random: random))
@@ -362,12 +367,12 @@ public final class RunEngine {
         }
     }
 
-    func shutdown() {
+    func shutdown(interrupted: Bool) {
         for l in loops { l.stop() }
         for l in loops { l.join() }
         serverLoop?.stop()
         serverLoop?.join()
-        childTarget?.stop()
+        childTarget?.stop(graceSeconds: interrupted ? 0.3 : 3)
     }
 
     /// Starts `stampede serve --admin-port 0` and reads where it listens.

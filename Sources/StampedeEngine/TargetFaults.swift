@@ -142,10 +142,12 @@ final class ChildTarget: @unchecked Sendable {
         return nil
     }
 
-    func stop() {
+    /// SIGTERM, then SIGKILL after `graceSeconds` (short when the run was interrupted: the
+    /// whole process must end soon after the signal).
+    func stop(graceSeconds: Double = 3) {
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGTERM)
-        let deadline = Date().addingTimeInterval(3)
+        let deadline = Date().addingTimeInterval(graceSeconds)
         while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()

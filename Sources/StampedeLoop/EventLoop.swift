@@ -105,6 +105,10 @@ public final class EventLoop: @unchecked Sendable {
         /// Queue size below which a backed-up connection gets `writable`.
         public var lowWaterMark = 64 * 1024
         public var maxEventsPerWait = 1024
+        /// Most timers fired per wake-up. With the rule that only timers already in the heap when
+        /// firing starts may fire, it bounds one iteration's timer work, so tasks (the engine's
+        /// snapshots and stop requests), I/O and the stop flag are never starved by timers.
+        public var maxTimersPerWakeup = 8192
         public init() {}
     }
 
@@ -290,10 +294,17 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
+    /// Fires the timers due now, at most as many as the heap held on entry (and at most
+    /// `maxTimersPerWakeup`): a handler that re-schedules into the past (catch-up, an interval of
+    /// zero) gets its timer again on the next iteration, after epoll, tasks and the stop flag,
+    /// instead of spinning here forever. Timers left due re-arm the timerfd in the past, so the
+    /// next epoll_wait returns at once.
     func fireTimers() {
         guard timers.count > 0 else { return }
         let now = Self.now()
-        while let deadline = timers.peekDeadline(), deadline <= now {
+        var budget = min(timers.count, configuration.maxTimersPerWakeup)
+        while budget > 0, let deadline = timers.peekDeadline(), deadline <= now {
+            budget -= 1
             let entry = timers.pop()
             let lag = now - entry.deadline
             if lag > maxTimerLagNs { maxTimerLagNs = lag }

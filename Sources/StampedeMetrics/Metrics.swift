@@ -219,6 +219,9 @@ public enum ErrorClass: Int, CaseIterable, Sendable, Codable {
     case unexpectedReply
     /// REST clients: no first byte, or no whole response, within the scenario's timeouts.
     case responseTimeout
+    /// An attempt (TCP connect, upgrade, negotiate, handshake, join, a REST request in flight)
+    /// cut off by the end of the run or an interrupt: nothing failed, the run stopped waiting.
+    case interrupted
 
     public var key: String {
         switch self {
@@ -244,6 +247,7 @@ public enum ErrorClass: Int, CaseIterable, Sendable, Codable {
         case .hubError: "hub_error"
         case .unexpectedReply: "unexpected_reply"
         case .responseTimeout: "response_timeout"
+        case .interrupted: "interrupted"
         }
     }
 }
@@ -293,8 +297,20 @@ public struct MetricsShard: Sendable {
     }
     @inline(__always) public mutating func error(_ e: ErrorClass) { errors[e.rawValue] &+= 1 }
 
-    /// Counts a hub error text (keeps at most `maxDistinctHubErrors` distinct texts).
+    /// Longest hub error text kept, in UTF-8 bytes; longer ones are cut and end in "…".
+    public static let maxHubErrorBytes = 240
+
+    /// Counts a hub error text (keeps at most `maxDistinctHubErrors` distinct texts, each at most
+    /// `maxHubErrorBytes`): a server cannot grow the results without bound.
     public mutating func countHubError(_ text: String, _ n: UInt64 = 1) {
+        var text = text
+        if text.utf8.count > Self.maxHubErrorBytes {
+            // Cut on a character boundary, so the text stays valid UTF-8.
+            let bytes = Array(text.utf8)
+            var end = Self.maxHubErrorBytes - 3
+            while end > 0 && bytes[end] & 0xC0 == 0x80 { end -= 1 }  // not inside a character
+            text = String(decoding: bytes[..<end], as: UTF8.self) + "…"
+        }
         let key = hubErrorMessages[text] != nil || hubErrorMessages.count < Self.maxDistinctHubErrors ? text : "(other)"
         hubErrorMessages[key, default: 0] &+= n
     }

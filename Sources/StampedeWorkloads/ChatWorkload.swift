@@ -25,6 +25,8 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         public var reconnect: ReconnectSpec = .none
         public var heartbeat: Heartbeat? = nil
         public var whileDisconnected: DisconnectedSends = .drop
+        /// Seeds the open model's permutation of send slots (the scenario's seed).
+        public var seed: UInt64 = 0
 
         public init(totalClients: Int, globalIndices: [Int], connectRate: Double, loadModel: LoadModel, totalRate: Double,
                     thinkTimeNs: UInt64, messageSize: Int, runTag: String) {
@@ -94,7 +96,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         churnJoining = Array(repeating: false, count: n)
         churnGeneration = Array(repeating: 0, count: n)
         schedule = LoadSchedule(totalClients: plan.totalClients, connectRate: plan.connectRate, loadModel: plan.loadModel,
-                                totalRate: plan.totalRate, thinkTimeNs: plan.thinkTimeNs)
+                                totalRate: plan.totalRate, thinkTimeNs: plan.thinkTimeNs, seed: plan.seed)
         ws.application = self
     }
 

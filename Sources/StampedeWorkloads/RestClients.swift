@@ -199,7 +199,17 @@ public final class RestClients: EventLoopHandler, LoopWorkload, @unchecked Senda
             polls[q].nextSequence = polls[q].dueSequence
         }
         for c in connections.indices where connections[c].state != .none {
-            if connections[c].state == .busy { loseInFlight(c, lostReason) }
+            // A connect or a request cut off by the end of the run: `interrupted`, not a timeout.
+            switch connections[c].state {
+            case .busy:
+                loseInFlight(c, lostReason)
+                metrics.error(.interrupted)
+            case .connecting:
+                metrics.count(.connectFailed)
+                metrics.error(.interrupted)
+            case .idle, .none:
+                break
+            }
             closeConnection(c, reset: false)
         }
     }
@@ -271,7 +281,8 @@ public final class RestClients: EventLoopHandler, LoopWorkload, @unchecked Senda
             let q = index
             guard UInt32(polls[q].epoch) == epoch & 0xFFFF, phase == .messages, !polls[q].stopped else { return }
             let k = q / resourceCount
-            guard !clients[k].stopped else { return }
+            // A schedule this far behind has long stopped meaning anything; end it rather than trap.
+            guard !clients[k].stopped, polls[q].dueSequence < UInt32.max else { return }
             polls[q].dueSequence += 1
             if plan.loadModel == .open { schedulePoll(q, at: intended(q, polls[q].dueSequence)) }
             dispatch(k)

@@ -147,13 +147,14 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
     /// True while the client's socket is over its write high-water mark (defer sends).
     public func isBackedUp(_ client: Int) -> Bool { loop.isBackedUp(clients[client].connection) }
 
-    /// Starts the close handshake (or abandons a connection that is not open yet).
+    /// Starts the close handshake, or abandons a connection that is not open yet: that attempt
+    /// counts as `interrupted`, since nothing timed out or failed; the run stopped waiting.
     public func close(_ client: Int, code: UInt16 = 1000) {
         switch clients[client].state {
         case .idle, .ended, .closing: return
         case .connecting, .upgrading:
             loop.close(clients[client].connection)
-            end(client, .connectFailed(.connectTimeout))
+            end(client, .connectFailed(.interrupted))
         case .open:
             sendClose(client, code: code)
             clients[client].state = .closing

@@ -254,3 +254,16 @@ struct StatefulReconnectTests {
         #expect(o.record.openConnectionsAtEnd == 6)
     }
 }
+
+@Suite struct HubErrorTextTests {
+    /// A `join` the hub answers with an error fails every connection as `hub_error`, and the
+    /// server's text says why, once per connection, marked as the join's.
+    @Test func joinAnsweredWithAnErrorKeepsTheHubsTextForEveryConnection() throws {
+        let o = try run(hubScenario("hub-join-error", target: .embedded, transport: .webSockets, protocolKind: .json, clients: 3,
+                                    duration: 0.5, operation: .invoke, method: "Echo", arguments: [.stamp],
+                                    join: HubCall(method: "NoSuchJoinMethod", arguments: [])))
+        #expect(o.summary.errors["hub_error"] == 3)
+        #expect(o.summary.hubErrors.values.reduce(0, +) == 3, "\(o.summary.hubErrors)")
+        #expect(o.summary.hubErrors.keys.allSatisfy { $0.hasPrefix("join: ") && $0.contains("NoSuchJoinMethod") }, "\(o.summary.hubErrors)")
+    }
+}

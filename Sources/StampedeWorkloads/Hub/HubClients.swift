@@ -32,6 +32,8 @@ public struct HubPlan: Sendable {
     /// resume is not a disconnect for this purpose: there, as in the official clients, the
     /// connection stays Connected and calls wait in the replay buffer.
     public var whileDisconnected: DisconnectedSends = .drop
+    /// Seeds the open model's permutation of send slots (the scenario's seed).
+    public var seed: UInt64 = 0
     /// `queue`: the most calls one client keeps while it reconnects. The queue is only a count
     /// (sequence numbers; each call is written when it is sent), so this bounds the burst a
     /// client sends when it is back, not memory; when it is full the oldest call is dropped and
@@ -174,7 +176,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         reconnectPolicy = ReconnectPolicy(plan.spec.reconnect)
         userNames = plan.globalIndices.map { Array("\(plan.runTag)-user-\($0)".utf8) }
         schedule = LoadSchedule(totalClients: plan.totalClients, connectRate: plan.connectRate, loadModel: plan.loadModel,
-                                totalRate: plan.totalRate, thinkTimeNs: plan.thinkTimeNs)
+                                totalRate: plan.totalRate, thinkTimeNs: plan.thinkTimeNs, seed: plan.seed)
         scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: max(64 * 1024, plan.messageSize * 2 + 4096), alignment: 16)
         loop.handler = self
     }
@@ -225,6 +227,9 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             case .idle, .ended: continue
             case .waitingToReconnect:
                 setPhase(k, .ended)
+            case let p where Self.isConnecting(p):
+                // Negotiate, connect, handshake or join cut off: nothing timed out or failed.
+                fail(k, .interrupted)
             default:
                 closeGracefully(k)
             }
@@ -871,7 +876,11 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             switch HubHandshake.parseResponse(buffer) {
             case .needMore:
                 return 0
-            case .error, .invalid:
+            case .error(let errorRange):
+                noteHubError(buffer, errorRange, context: "handshake")
+                fail(k, .handshakeFailed)
+                return buffer.count
+            case .invalid:
                 fail(k, .handshakeFailed)
                 return buffer.count
             case .success(let consumed):
@@ -989,7 +998,11 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             guard let idRange = m.invocationId else { return }
             let id = UnsafeRawBufferPointer(rebasing: buffer[idRange])
             if clients[k].phase == .joining && id.elementsEqual("join".utf8) {
-                if m.error != nil { fail(k, .hubError); return }
+                if let errorRange = m.error {
+                    noteHubError(buffer, errorRange, context: "join")
+                    fail(k, .hubError)
+                    return
+                }
                 connected(k)
                 return
             }
@@ -1005,7 +1018,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             if let errorRange = m.error {
                 metrics.count(.messagesFailed)
                 metrics.error(.hubError)
-                metrics.countHubError(String(decoding: UnsafeRawBufferPointer(rebasing: buffer[errorRange]), as: UTF8.self))
+                noteHubError(buffer, errorRange, context: nil)
             } else if !resultAsExpected(m, buffer, stamp: stamp) {
                 metrics.count(.messagesFailed)
                 metrics.error(.unexpectedReply)
@@ -1046,11 +1059,21 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         case .close:
             // §6: a Close with allowReconnect may reconnect; without it the close is final.
             let error = m.error != nil
-            if error { metrics.error(.closedWithError) }
+            if let errorRange = m.error {
+                metrics.error(.closedWithError)
+                noteHubError(buffer, errorRange, context: "close")
+            }
             if m.allowReconnect { drop(k, reason: error ? nil : nil) } else { end(k, failed: error ? .closedWithError : nil, reconnect: false) }
         case .streamInvocation, .cancelInvocation, .ack, .sequence, .none:
             break
         }
+    }
+
+    /// Keeps the server's error text for `hub_errors`: a Completion's as it is, others (`join`,
+    /// `handshake`, `close`) prefixed with what produced them. Rare path: the String is fine here.
+    func noteHubError(_ buffer: UnsafeRawBufferPointer, _ range: Range<Int>, context: String?) {
+        let text = String(decoding: UnsafeRawBufferPointer(rebasing: buffer[range]), as: UTF8.self)
+        metrics.countHubError(context.map { "\($0): \(text)" } ?? text)
     }
 
     /// Checks a Completion's result against the scenario's `expect`.
