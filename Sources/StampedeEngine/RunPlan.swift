@@ -64,7 +64,7 @@ public struct RunPlan: Sendable, Equatable {
     /// The message schedule every loop follows, begun for a phase starting at `startNs`.
     public func schedule(for s: Scenario, startNs: UInt64) -> LoadSchedule {
         var schedule = LoadSchedule(totalClients: s.clients, connectRate: s.connectRate, loadModel: s.loadModel,
-                                    totalRate: s.message.ratePerSecond, thinkTimeNs: thinkTimeNs)
+                                    totalRate: s.message.ratePerSecond, thinkTimeNs: thinkTimeNs, seed: s.seed)
         _ = schedule.beginMessages(endNs: startNs + durationNs)
         return schedule
     }
