@@ -186,12 +186,26 @@ struct Serve: ParsableCommand {
     @Option(help: "Port of the fault switch on 127.0.0.1 (0 picks a free one; default: none).")
     var adminPort: Int?
 
+    @Option(help: "Most output queued for one connection before it is dropped as a slow consumer, in bytes (65536...1073741824; default 4194304).")
+    var maxOutputBytes: Int?
+
+    @Option(help: "Seconds a connection may accept none of its waiting output before it is dropped as a slow consumer (default 10).")
+    var sendTimeout: Double?
+
+    @Option(help: "Seconds a started request or upgrade head has to complete (default 10).")
+    var headerTimeout: Double?
+
+    @Option(help: "Seconds a connection with no request under way may stay silent (default 60).")
+    var idleTimeout: Double?
+
     func run() throws {
         guard let v4 = parseIPv4(host), v4 >> 24 == 127 else {
             throw ValidationError("--host must be a 127.x.x.x loopback address")
         }
         if let p = adminPort, !(0...65535).contains(p) { throw ValidationError("--admin-port must be from 0 to 65535") }
-        let restSettings = try restConfiguration()
+        var restSettings = try restConfiguration()
+        let limits = try serverLimits()
+        restSettings?.limits = limits
         installSignalHandlers()
         let path = self.path ?? (hub ? "/hub" : rest ? "/api" : "/chat")
         let loop: EventLoop
@@ -204,9 +218,11 @@ struct Serve: ParsableCommand {
                 configuration.path = path
                 restServer = try RestServer(loop: loop, address: .ipv4(v4, port: UInt16(clamping: port)), configuration: configuration)
             } else if hub {
-                hubServer = try HubServer(loop: loop, address: .ipv4(v4, port: UInt16(clamping: port)), path: path)
+                var configuration = HubServer.Configuration()
+                configuration.limits = limits
+                hubServer = try HubServer(loop: loop, address: .ipv4(v4, port: UInt16(clamping: port)), path: path, configuration: configuration)
             } else {
-                chatServer = try ChatServer(loop: loop, address: .ipv4(v4, port: UInt16(clamping: port)), path: path)
+                chatServer = try ChatServer(loop: loop, address: .ipv4(v4, port: UInt16(clamping: port)), path: path, limits: limits)
             }
         } catch {
             FileHandle.standardError.write(Data("error: cannot listen on \(host):\(port): \(error)\n".utf8))
@@ -239,7 +255,8 @@ struct Serve: ParsableCommand {
         }
         admin?.stop()
         if let stats = chatServer?.statisticsSnapshot() {
-            print("served: \(stats.upgraded) connections, \(stats.messagesReceived) messages received, \(stats.framesBroadcast) frames broadcast, \(stats.invalidMessages) invalid")
+            print("served: \(stats.upgraded) connections, \(stats.messagesReceived) messages received, \(stats.framesBroadcast) frames broadcast, \(stats.invalidMessages) invalid, "
+                + "\(stats.limits.slowConsumersDropped) slow consumers dropped")
         }
         if let hubServer {
             // Tell every client to reconnect (Close with allowReconnect), as ASP.NET Core does on shutdown.
@@ -255,6 +272,33 @@ struct Serve: ParsableCommand {
         }
         loop.stop()
         loop.join()
+    }
+
+    /// Prints `message` as an error and returns exit code 2 (bad input) to throw.
+    func badInput(_ message: String) -> ExitCode {
+        FileHandle.standardError.write(Data("error: \(message)\n".utf8))
+        return ExitCode(ExitStatus.badInput)
+    }
+
+    /// The output limit and timeouts from the flags (see `ServerLimits`); exit code 2 naming
+    /// the flag when one is out of range.
+    func serverLimits() throws -> ServerLimits {
+        var limits = ServerLimits()
+        if let n = maxOutputBytes {
+            guard (65536...(1 << 30)).contains(n) else { throw badInput("--max-output-bytes must be from 65536 to 1073741824") }
+            limits.maxOutputBytes = n
+        }
+        func seconds(_ value: Double?, _ flag: String) throws -> Double? {
+            guard let value else { return nil }
+            guard value.isFinite, value >= 0.001, value <= ServerLimits.maxTimeout else {
+                throw badInput("\(flag) must be a number of seconds from 0.001 to 3600")
+            }
+            return value
+        }
+        if let s = try seconds(sendTimeout, "--send-timeout") { limits.sendTimeout = s }
+        if let s = try seconds(headerTimeout, "--header-timeout") { limits.headerTimeout = s }
+        if let s = try seconds(idleTimeout, "--idle-timeout") { limits.idleTimeout = s }
+        return limits
     }
 
     /// The REST target's configuration from the flags (nil without --rest); the path is set later.
