@@ -18,7 +18,7 @@ import Glibc
     static let outputLimitOnly = ServerLimits(maxOutputBytes: 256 * 1024, sendTimeout: 60, headerTimeout: 30, idleTimeout: 30)
 
     @Test func chatClientThatFloodsAndNeverReadsIsDroppedAtTheOutputLimitWhileQueuedBytesStayBounded() throws {
-        let chat = try LimitedChat(Self.outputLimitOnly)
+        let chat = try RefChatServer(limits: Self.outputLimitOnly)
         defer { chat.stop() }
         let abuser = try Abuser.webSocket(chat.server.port, "/chat")
         let normal = try RefChatServer.connect(chat.server.port)
@@ -27,13 +27,13 @@ import Glibc
         let flood = Abuser.frame(RefChatServer.message(String(repeating: "y", count: 1000)))
         var maxQueued = 0
         let deadline = Date().addingTimeInterval(20)
-        while chat.statistics().limits.slowConsumersDropped == 0 && Date() < deadline {
+        while chat.server.statisticsSnapshot().limits.slowConsumersDropped == 0 && Date() < deadline {
             abuser.push(flood, within: 0.01)
             normal.sendFrame(opcode: 1, big)
             drain(normal)  // the normal client reads what it is sent
             maxQueued = max(maxQueued, chat.loop.submitAndWait { $0.queuedBytes })
         }
-        let stats = chat.statistics()
+        let stats = chat.server.statisticsSnapshot()
         #expect(stats.limits.slowConsumersDropped == 1)
         #expect(stats.open == 1)
         #expect(abuser.waitUntilClosed())
@@ -49,18 +49,18 @@ import Glibc
     }
 
     @Test func chatClientThatFloodsAloneAndNeverReadsIsStoppedThenDroppedBySendTimeout() throws {
-        let chat = try LimitedChat(Self.small)
+        let chat = try RefChatServer(limits: Self.small)
         defer { chat.stop() }
         let abuser = try Abuser.webSocket(chat.server.port, "/chat")
         let flood = Abuser.frame(RefChatServer.message(String(repeating: "y", count: 1000)))
         var maxQueued = 0
         let deadline = Date().addingTimeInterval(20)
-        while chat.statistics().limits.slowConsumersDropped == 0 && Date() < deadline {
+        while chat.server.statisticsSnapshot().limits.slowConsumersDropped == 0 && Date() < deadline {
             // Blocks (up to its timeout) once the server stops reading: TCP backpressure.
             abuser.push(flood)
             maxQueued = max(maxQueued, chat.loop.submitAndWait { $0.queuedBytes })
         }
-        #expect(chat.statistics().limits.slowConsumersDropped == 1)
+        #expect(chat.server.statisticsSnapshot().limits.slowConsumersDropped == 1)
         #expect(abuser.waitUntilClosed())
         #expect(maxQueued <= chat.server.limits.maxOutputBytes, "queued \(maxQueued)")
     }
@@ -215,25 +215,6 @@ func waitFor(timeout: Double = 10, _ condition: () throws -> Bool) throws {
     while try !condition() {
         guard Date() < deadline else { throw RefHubError("condition not met within \(timeout) s") }
         Thread.sleep(forTimeInterval: 0.01)
-    }
-}
-
-/// A chat server with given limits on its own loop.
-final class LimitedChat: @unchecked Sendable {
-    let loop: EventLoop
-    let server: ChatServer
-
-    init(_ limits: ServerLimits) throws {
-        loop = try EventLoop(index: 0)
-        server = try ChatServer(loop: loop, address: .ipv4(0x7F00_0001, port: 0), limits: limits)
-        loop.start(name: "chat-abuse")
-    }
-
-    func statistics() -> ChatServer.Statistics { server.statisticsSnapshot() }
-
-    func stop() {
-        loop.stop()
-        loop.join()
     }
 }
 
