@@ -24,6 +24,37 @@ public enum CloseReason: Sendable, Equatable {
     case reset
     /// Any other socket error.
     case error(Int32)
+    /// Its output passed `ConnectionLimits.maxQueuedBytes`, or the peer accepted none of it for
+    /// `ConnectionLimits.sendTimeoutNs` (see `EventLoop.limits`).
+    case slowConsumer
+    /// The deadline set with `setDeadline(_:at:tag:)` passed; `tag` is the one given there.
+    case timedOut(tag: UInt8)
+}
+
+/// Limits a server's loop puts on every connection so that no client, however it behaves, makes
+/// the process buffer without bound (see `EventLoop.limits`).
+///
+/// - A connection over the high-water mark is not read from until it drops below the low-water
+///   mark: its peer's requests wait in the kernel and then in the peer, as with nginx, which stops
+///   reading a connection whose answers cannot go out (TCP backpressure).
+/// - A write that would take a connection's queue past `maxQueuedBytes` is dropped, and the
+///   connection is closed (a TCP close) at the end of the iteration with `.slowConsumer`: what
+///   NATS or Centrifugo do to a slow consumer. Queued output therefore never exceeds
+///   `maxQueuedBytes` per connection.
+/// - A connection whose output waits for the socket and that accepts no byte of it for
+///   `sendTimeoutNs` is closed with `.slowConsumer` too (nginx's `send_timeout`), so a peer that
+///   never reads cannot hold its slot and its queue forever, even under the limit.
+public struct ConnectionLimits: Sendable, Equatable {
+    public var maxQueuedBytes: Int
+    public var sendTimeoutNs: UInt64
+    /// How often the loop looks for send timeouts and passed deadlines: their precision.
+    public var sweepIntervalNs: UInt64
+
+    public init(maxQueuedBytes: Int, sendTimeoutNs: UInt64, sweepIntervalNs: UInt64) {
+        self.maxQueuedBytes = maxQueuedBytes
+        self.sendTimeoutNs = sendTimeoutNs
+        self.sweepIntervalNs = max(1_000_000, sweepIntervalNs)
+    }
 }
 
 /// A loopback address to connect to or listen on.
@@ -125,6 +156,15 @@ public final class EventLoop: @unchecked Sendable {
         var shutdownWhenFlushed = false
         /// Out of epoll while its owner has stopped reading (a simulated stall).
         var readPaused = false
+        /// Not read from while backed up (only with `limits`).
+        var throttled = false
+        /// A write was refused for passing `limits.maxQueuedBytes`: closed at the end of the iteration.
+        var overLimit = false
+        /// Last time output waiting for the socket went out (`wakeTime` clock).
+        var lastProgress: UInt64 = 0
+        /// `setDeadline`: when the connection is closed with `.timedOut(tag)` (.max = none).
+        var deadline: UInt64 = .max
+        var deadlineTag: UInt8 = 0
         enum State { case free, connecting, stream, listener }
     }
 
@@ -156,10 +196,20 @@ public final class EventLoop: @unchecked Sendable {
     public private(set) var queuedBytes = 0
     /// Live connection slots (connecting, open or listening).
     public private(set) var liveSlots = 0
+    /// The monotonic clock read once per iteration, when epoll returns: coarse, but free to read.
+    public private(set) var wakeTime: UInt64 = EventLoop.now()
+    /// Per-connection limits (nil: none, as for clients). Servers set them before accepting;
+    /// see `ConnectionLimits`.
+    public var limits: ConnectionLimits? {
+        didSet { if limits != nil && !sweepScheduled { scheduleSweep() } }
+    }
+    var sweepScheduled = false
 
     static let timerToken: UInt64 = UInt64(UInt32.max)
     static let wakeToken: UInt64 = UInt64(UInt32.max - 1)
     static let internalTimerBit: UInt64 = 1 << 63
+    /// The limits sweep: an internal timer whose index is no slot's.
+    static let sweepTimerToken: UInt64 = internalTimerBit | UInt64(UInt32.max)
 
     public init(index: Int = 0, configuration: Configuration = Configuration()) throws(LoopError) {
         self.index = index
@@ -236,6 +286,7 @@ public final class EventLoop: @unchecked Sendable {
     func runOnce() {
         armTimer()
         let n = cs_epoll_wait(epfd, events, Int32(configuration.maxEventsPerWait), -1)
+        wakeTime = Self.now()
         if n < 0 { return }  // EINTR: go round again
         for i in 0..<Int(n) {
             let data = cs_epoll_event_data(events, Int32(i))
@@ -308,7 +359,9 @@ public final class EventLoop: @unchecked Sendable {
             let entry = timers.pop()
             let lag = now - entry.deadline
             if lag > maxTimerLagNs { maxTimerLagNs = lag }
-            if entry.token & Self.internalTimerBit != 0 {
+            if entry.token == Self.sweepTimerToken {
+                sweep()
+            } else if entry.token & Self.internalTimerBit != 0 {
                 connectTimedOut(ConnectionID(packed: entry.token & ~Self.internalTimerBit))
             } else {
                 handler.timerFired(token: entry.token, deadline: entry.deadline, loop: self)
@@ -346,6 +399,10 @@ public final class EventLoop: @unchecked Sendable {
         s.closeWhenFlushed = false
         s.shutdownWhenFlushed = false
         s.readPaused = false
+        s.throttled = false
+        s.overLimit = false
+        s.deadline = .max
+        s.deadlineTag = 0
         // `dirty` stays set if queued; flushDirty skips free slots and clears it.
         slots[index] = s
         freeSlots.append(UInt32(index))
@@ -434,7 +491,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Queues bytes for `id`; they are written at the end of this loop iteration.
     @inline(__always)
     public func write(_ id: ConnectionID, _ bytes: UnsafeRawBufferPointer) {
-        guard let i = slotIndex(id), slots[i].state == .stream else { return }
+        guard let i = slotIndex(id), slots[i].state == .stream, fits(i, bytes.count) else { return }
         outBuffer(i).append(bytes)
         queued(i, bytes.count)
     }
@@ -442,7 +499,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Lets the caller build up to `maxBytes` directly in the write queue; `body` returns how many it wrote.
     @inline(__always)
     public func write(_ id: ConnectionID, reserving maxBytes: Int, _ body: (UnsafeMutableRawPointer) -> Int) {
-        guard let i = slotIndex(id), slots[i].state == .stream else { return }
+        guard let i = slotIndex(id), slots[i].state == .stream, fits(i, maxBytes) else { return }
         let out = outBuffer(i)
         let n = body(out.reserve(maxBytes))
         out.commit(n)
@@ -457,6 +514,19 @@ public final class EventLoop: @unchecked Sendable {
         return b
     }
 
+    /// Whether `n` more bytes stay within `limits.maxQueuedBytes`; if not, the connection is
+    /// marked to be closed as a slow consumer once this iteration's handlers are done (closing
+    /// it here would call its handler back in the middle of the write).
+    @inline(__always)
+    func fits(_ i: Int, _ n: Int) -> Bool {
+        guard let limits else { return true }
+        if slots[i].overLimit { return false }
+        guard (slots[i].out?.count ?? 0) + n > limits.maxQueuedBytes else { return true }
+        slots[i].overLimit = true
+        markDirty(i)
+        return false
+    }
+
     @inline(__always)
     func queued(_ i: Int, _ n: Int) {
         queuedBytes += n
@@ -464,7 +534,24 @@ public final class EventLoop: @unchecked Sendable {
             slots[i].dirty = true
             dirtySlots.append(UInt32(i))
         }
-        if let out = slots[i].out, out.count > configuration.highWaterMark { slots[i].backedUp = true }
+        if !slots[i].backedUp, let out = slots[i].out, out.count > configuration.highWaterMark {
+            slots[i].backedUp = true
+            if limits != nil {
+                // Stop reading it until its answers go out (see `ConnectionLimits`).
+                slots[i].throttled = true
+                updateInterest(i)
+            }
+        }
+    }
+
+    /// Registers the slot's epoll interest from its flags: reading unless throttled, writing
+    /// while output waits for the socket; out of epoll altogether while its owner paused it.
+    func updateInterest(_ i: Int) {
+        guard !slots[i].readPaused, slots[i].state == .stream else { return }
+        let id = ConnectionID(index: UInt32(i), generation: slots[i].generation)
+        var events: UInt32 = slots[i].throttled ? 0 : EPOLLIN.rawValue | EPOLLRDHUP.rawValue
+        if slots[i].pollingOut { events |= EPOLLOUT.rawValue }
+        _ = cs_epoll_ctl(epfd, EPOLL_CTL_MOD, slots[i].fd, events, id.packed)
     }
 
     /// Bytes waiting to be written on `id`.
@@ -478,6 +565,44 @@ public final class EventLoop: @unchecked Sendable {
     public func isBackedUp(_ id: ConnectionID) -> Bool {
         guard let i = slotIndex(id) else { return false }
         return slots[i].backedUp
+    }
+
+    /// Closes `id` with `.timedOut(tag)` (and a `closed` callback) once `deadline` (monotonic ns,
+    /// compare `wakeTime`) passes, unless set again first; `.max` clears it. Needs `limits`,
+    /// whose sweep interval is its precision. Setting it is two stores: cheap per request.
+    public func setDeadline(_ id: ConnectionID, at deadline: UInt64, tag: UInt8) {
+        guard let i = slotIndex(id) else { return }
+        slots[i].deadline = deadline
+        slots[i].deadlineTag = deadline == .max ? 0 : tag
+    }
+
+    /// The tag of the deadline set on `id` (0: none).
+    public func deadlineTag(_ id: ConnectionID) -> UInt8 {
+        guard let i = slotIndex(id) else { return 0 }
+        return slots[i].deadlineTag
+    }
+
+    func scheduleSweep() {
+        guard let limits else { sweepScheduled = false; return }
+        sweepScheduled = true
+        schedule(at: Self.now() + limits.sweepIntervalNs, token: Self.sweepTimerToken)
+    }
+
+    /// Closes connections past their deadline or their send timeout. One pass over the slot
+    /// table per interval rather than a timer per connection: deadlines move with every request,
+    /// and stale timers would pile up in the heap.
+    func sweep() {
+        guard let limits else { sweepScheduled = false; return }
+        let now = Self.now()
+        for i in slots.indices where slots[i].state == .stream {
+            let id = ConnectionID(index: UInt32(i), generation: slots[i].generation)
+            if slots[i].pollingOut && now &- slots[i].lastProgress > limits.sendTimeoutNs {
+                peerClosed(i, id: id, reason: .slowConsumer)
+            } else if slots[i].deadline <= now {
+                peerClosed(i, id: id, reason: .timedOut(tag: slots[i].deadlineTag))
+            }
+        }
+        scheduleSweep()
     }
 
     /// Closes now, dropping queued output; no `closed` callback. `reset` sends RST instead of FIN.
@@ -516,8 +641,9 @@ public final class EventLoop: @unchecked Sendable {
         if paused {
             _ = cs_epoll_ctl(epfd, EPOLL_CTL_DEL, slots[i].fd, 0, id.packed)
         } else {
-            let out: UInt32 = slots[i].pollingOut ? EPOLLOUT.rawValue : 0
-            _ = cs_epoll_ctl(epfd, EPOLL_CTL_ADD, slots[i].fd, EPOLLIN.rawValue | EPOLLRDHUP.rawValue | out, id.packed)
+            var events: UInt32 = slots[i].throttled ? 0 : EPOLLIN.rawValue | EPOLLRDHUP.rawValue
+            if slots[i].pollingOut { events |= EPOLLOUT.rawValue }
+            _ = cs_epoll_ctl(epfd, EPOLL_CTL_ADD, slots[i].fd, events, id.packed)
         }
     }
 
@@ -558,7 +684,9 @@ public final class EventLoop: @unchecked Sendable {
                 flush(i, id: id)
                 guard slotIndex(id) != nil else { return }
             }
-            if flags & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue | EPOLLRDHUP.rawValue) != 0 {
+            // A throttled connection is read only to learn that it hung up or failed.
+            if flags & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue | EPOLLRDHUP.rawValue) != 0
+                && (!slots[i].throttled || flags & (EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0) {
                 readAvailable(i, id: id)
             }
         }
@@ -592,7 +720,7 @@ public final class EventLoop: @unchecked Sendable {
             case .done(let n):
                 budget -= n
                 deliver(index, id: id, count: n)
-                guard slotIndex(id) != nil else { return }
+                guard slotIndex(id) != nil, !slots[index].throttled else { return }
                 if n < readBuffer.count { return }
             }
         }
@@ -643,6 +771,10 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     func flush(_ i: Int, id: ConnectionID) {
+        if slots[i].overLimit {
+            peerClosed(i, id: id, reason: .slowConsumer)
+            return
+        }
         if let out = slots[i].out, !out.isEmpty {
             let fd = slots[i].fd
             while !out.isEmpty {
@@ -652,17 +784,15 @@ public final class EventLoop: @unchecked Sendable {
                 case .done(let n):
                     out.consume(n)
                     queuedBytes -= n
+                    slots[i].lastProgress = wakeTime
                 case .wouldBlock:
                     if slots[i].backedUp && out.count < configuration.lowWaterMark {
-                        slots[i].backedUp = false
-                        handler.writable(id, loop: self)
-                        guard slotIndex(id) != nil else { return }
+                        guard relieved(i, id: id) else { return }
                     }
                     if !slots[i].pollingOut {
                         slots[i].pollingOut = true
-                        if !slots[i].readPaused {
-                            _ = cs_epoll_ctl(epfd, EPOLL_CTL_MOD, fd, EPOLLIN.rawValue | EPOLLOUT.rawValue | EPOLLRDHUP.rawValue, id.packed)
-                        }
+                        slots[i].lastProgress = wakeTime
+                        updateInterest(i)
                     }
                     return
                 case .failed(let e):
@@ -674,9 +804,7 @@ public final class EventLoop: @unchecked Sendable {
         }
         if slots[i].pollingOut {
             slots[i].pollingOut = false
-            if !slots[i].readPaused {
-                _ = cs_epoll_ctl(epfd, EPOLL_CTL_MOD, slots[i].fd, EPOLLIN.rawValue | EPOLLRDHUP.rawValue, id.packed)
-            }
+            updateInterest(i)
         }
         if slots[i].closeWhenFlushed {
             Glibc.close(slots[i].fd)
@@ -687,10 +815,25 @@ public final class EventLoop: @unchecked Sendable {
             slots[i].shutdownWhenFlushed = false
             _ = Glibc.shutdown(slots[i].fd, Int32(SHUT_WR))
         }
-        if slots[i].backedUp {
-            slots[i].backedUp = false
-            handler.writable(id, loop: self)
+        if slots[i].backedUp { _ = relieved(i, id: id) }
+    }
+
+    /// The queue fell below the low-water mark: reading resumes, the owner hears `writable`, and
+    /// input it left unconsumed while backed up (pipelined requests) is offered again. False
+    /// when the connection is gone.
+    func relieved(_ i: Int, id: ConnectionID) -> Bool {
+        slots[i].backedUp = false
+        if slots[i].throttled {
+            slots[i].throttled = false
+            updateInterest(i)
         }
+        handler.writable(id, loop: self)
+        guard slotIndex(id) != nil else { return false }
+        if limits != nil, let pending = slots[i].pending, !pending.isEmpty {
+            deliver(i, id: id, count: 0)
+            return slotIndex(id) != nil
+        }
+        return true
     }
 }
 

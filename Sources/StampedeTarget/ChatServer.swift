@@ -26,13 +26,15 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
         public var faultsApplied = 0
         public var connectionsDropped = 0
         public var requestsRejected = 0
+        /// Connections the limits closed: slow consumers, header and idle timeouts.
+        public var limits = LimitStatistics()
     }
 
     enum State { case upgrading, open, closing }
     struct Peer {
         let id: ConnectionID
         var state: State = .upgrading
-        var receiver = WebSocketReceiver(role: .server, maxMessageBytes: 1 << 20)
+        var receiver = WebSocketReceiver(role: .server, maxMessageBytes: ChatServer.maxMessageBytes)
         /// Position in `openPeers`, for O(1) removal.
         var openIndex = -1
         /// When `closing` after a drop: the time to give up waiting for the client's close.
@@ -41,6 +43,8 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
 
     public let loop: EventLoop
     public let path: String
+    /// Output limit and timeouts (see `ServerLimits`).
+    public let limits: ServerLimits
     public private(set) var port: UInt16 = 0
     public private(set) var statistics = Statistics()
     var peers: [Peer?] = []
@@ -52,16 +56,22 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
     /// Connections sent a close frame by a drop, waiting for the client's close (bounded by a timer).
     var closingAfterDrop: [ConnectionID] = []
 
+    /// Largest client message accepted; bigger fails the connection (1009).
+    static let maxMessageBytes = 1 << 20
     /// How long a client gets to answer a drop's close frame before its connection is closed anyway.
     static let dropCloseGraceNs: UInt64 = 2_000_000_000
     static let dropGraceTimer: UInt64 = 1
     /// Close payload of a clean drop: 1012 "service restart" (RFC 6455 §7.4, IANA registry).
     static let serviceRestartClose: [UInt8] = [0x03, 0xF4] + Array("service restart".utf8)
 
-    /// Creates the server and starts listening on `address` (port 0 picks a free port).
-    public init(loop: EventLoop, address: SocketAddress, path: String = "/chat") throws(LoopError) {
+    /// Creates the server and starts listening on `address` (port 0 picks a free port). Call
+    /// before the loop starts (or on its thread).
+    public init(loop: EventLoop, address: SocketAddress, path: String = "/chat", limits: ServerLimits = ServerLimits()) throws(LoopError) {
         self.loop = loop
         self.path = path
+        // A broadcast frame carries one client message of at most 1 MiB.
+        self.limits = limits.effective(forLargestWrite: Self.maxMessageBytes + 64 * 1024, highWaterMark: 0)
+        self.limits.install(on: loop)
         loop.handler = self
         switch loop.listen(on: address) {
         case .success(let (_, p)): port = p
@@ -81,6 +91,7 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
         if i >= peers.count { peers.append(contentsOf: repeatElement(nil, count: i + 1 - peers.count + 64)) }
         peers[i] = Peer(id: id)
         statistics.accepted += 1
+        limits.awaitRequest(id, loop)
     }
 
     public func connectCompleted(_ id: ConnectionID, error: Int32, loop: EventLoop) {}
@@ -91,7 +102,9 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
         var offset = 0
         if peer.state == .upgrading {
             switch WebSocketHandshake.parseHead(UnsafeRawBufferPointer(buffer), isResponse: false) {
-            case .needMore: return 0
+            case .needMore:
+                limits.requestStarted(id, loop)
+                return 0
             case .invalid:
                 reject(id, status: 400, reason: "Bad Request")
                 return buffer.count
@@ -113,6 +126,7 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
                     return buffer.count
                 case .success(let key):
                     WebSocketHandshake.switchingProtocols(key: key).withUnsafeBytes { loop.write(id, $0) }
+                    limits.noDeadline(id, loop)
                     peer.state = .open
                     peer.openIndex = openPeers.count
                     openPeers.append(id)
@@ -171,6 +185,7 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
     }
 
     public func closed(_ id: ConnectionID, reason: CloseReason, loop: EventLoop) {
+        statistics.limits.count(reason)
         leave(id)
     }
 

@@ -53,8 +53,9 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
         public var allowStatefulReconnect = true
         /// Unacked bytes a stateful connection keeps for replay; beyond it the connection is closed.
         public var statefulReconnectBufferSize = 4 << 20
-        /// A connection whose unsent output grows beyond this is dropped as a slow consumer.
-        public var maxQueuedBytesPerConnection = 16 << 20
+        /// Output limit and timeouts of every socket (see `ServerLimits`); `maxOutputBytes` also
+        /// bounds a long-polling connection's messages waiting for a poll.
+        public var limits = ServerLimits()
         public init() {}
     }
 
@@ -121,7 +122,9 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
         public var closeMessagesSent = 0
         /// Connections ended, for any reason.
         public var closes = 0
-        public var slowConsumerDrops = 0
+        /// Connections the limits closed: slow consumers (a socket's output or a long-polling
+        /// queue over the limit), header and idle timeouts.
+        public var limits = LimitStatistics()
         /// Stateful reconnect: WebSocket connections resumed on the same id, and messages replayed.
         public var reconnectsResumed = 0
         public var messagesReplayed = 0
@@ -136,6 +139,8 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
     public let loop: EventLoop
     public let path: String
     public let configuration: Configuration
+    /// The limits in force: the configured ones, with room for a full poll answer or replay.
+    public let limits: ServerLimits
     public private(set) var port: UInt16 = 0
     public internal(set) var statistics = Statistics()
 
@@ -184,6 +189,11 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
         disconnectTimeoutNs = ns(configuration.disconnectTimeout)
         pollTimeoutNs = ns(configuration.pollTimeoutSeconds)
         maxMessage = max(256, configuration.maximumReceiveMessageSize)
+        // The largest single write: a poll answer with a full queue, or a stateful replay (each
+        // holds one message past its limit).
+        let largest = max(configuration.limits.maxOutputBytes, configuration.statefulReconnectBufferSize) + maxMessage + 64 * 1024
+        limits = configuration.limits.effective(forLargestWrite: largest, highWaterMark: 0)
+        limits.install(on: loop)
         loop.handler = self
         switch loop.listen(on: address) {
         case .success(let (_, p)): port = p
@@ -270,6 +280,7 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
         if i >= sockets.count { sockets.append(contentsOf: repeatElement(nil, count: i + 1 - sockets.count + 64)) }
         sockets[i] = HubSocket(id: id)
         statistics.accepted += 1
+        limits.awaitRequest(id, loop)
     }
 
     public func connectCompleted(_ id: ConnectionID, error: Int32, loop: EventLoop) {}
@@ -292,6 +303,7 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
     }
 
     public func closed(_ id: ConnectionID, reason: CloseReason, loop: EventLoop) {
+        statistics.limits.count(reason)
         guard let s = socket(id) else { return }
         let c = s.connection
         let mode = s.mode
@@ -300,7 +312,8 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
         switch mode {
         case .webSocket, .serverSentEvents:
             if c.socket == id { c.socket = nil }
-            transportLost(c)
+            // A slow consumer is not kept for a stateful resume: it would only fall behind again.
+            if reason == .slowConsumer { endConnection(c, close: nil) } else { transportLost(c) }
         case .poll:
             if c.pollSocket == id {
                 c.pollSocket = nil
@@ -371,13 +384,17 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
     func receivedHTTP(_ s: HubSocket, _ buffer: UnsafeMutableRawBufferPointer) -> Int {
         var offset = 0
         while s.mode == .http {
+            // Pipelined requests wait while the answers are backed up (see `ServerLimits`).
+            if loop.isBackedUp(s.id) { return offset }
             let rest = UnsafeRawBufferPointer(rebasing: buffer[offset...])
             let (event, consumed) = s.parser.next(rest)
             switch event {
             case .needMore:
+                if s.parser.isInsideMessage { limits.requestStarted(s.id, loop) } else { limits.awaitRequest(s.id, loop) }
                 return offset + consumed
             case .head(let head):
                 offset += consumed
+                limits.noDeadline(s.id, loop)
                 requestHead(s, head, rest)
             case .body(let r):
                 requestBody(s, UnsafeRawBufferPointer(rebasing: rest[r]))
@@ -610,6 +627,7 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
         } else {
             s.mode = .http
             s.connection = nil
+            limits.awaitRequest(s.id, loop)
         }
     }
 
@@ -669,6 +687,7 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
         }
         WebSocketHandshake.switchingProtocols(key: s.webSocketKey).withUnsafeBytes { loop.write(s.id, $0) }
         s.mode = .webSocket
+        limits.noDeadline(s.id, loop)
         s.receiver = WebSocketReceiver(role: .server, maxMessageBytes: max(1 << 20, maxMessage * 4))
         s.connection = c
         c.socket = s.id
@@ -710,6 +729,7 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
             return n + body.count
         }
         s.mode = .serverSentEvents
+        limits.noDeadline(s.id, loop)
         s.connection = c
         c.socket = s.id
         c.sseChunked = chunked
@@ -757,6 +777,7 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
             return
         }
         s.mode = .poll
+        limits.noDeadline(s.id, loop)
         s.connection = c
         c.pollSocket = s.id
         c.pollDeadline = now + pollTimeoutNs

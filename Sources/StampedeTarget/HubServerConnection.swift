@@ -308,7 +308,8 @@ extension HubServer {
     func evaluate(_ c: HubConnection, now: UInt64) {
         if c.overflowed {
             c.overflowed = false
-            statistics.slowConsumerDrops += 1
+            statistics.limits.slowConsumersDropped += 1
+            c.lpQueue = nil  // what it could not keep up with is not kept for it either
             endConnection(c, close: nil)
             if !c.disposed { dispose(c) }
             return
@@ -376,13 +377,12 @@ extension HubServer {
         if numbered, let st = c.stateful { recordStateful(c, st, message) }
         switch c.transport {
         case .webSockets?:
+            // A socket past the output limit is closed by the loop (see `ServerLimits`).
             guard let s = c.socket else { return }
             writeFrame(s, c.proto == .json ? .text : .binary, message)
-            checkQueue(c, s)
         case .serverSentEvents?:
             guard let s = c.socket else { return }
             writeEvent(s, chunked: c.sseChunked, message)
-            checkQueue(c, s)
         case .longPolling?:
             queueForPoll(c, message)
         case nil:
@@ -395,7 +395,7 @@ extension HubServer {
         let q: ByteBuffer
         if let existing = c.lpQueue { q = existing } else { q = ByteBuffer(); c.lpQueue = q }
         q.append(message)
-        if q.count > configuration.maxQueuedBytesPerConnection && !c.overflowed {
+        if q.count > configuration.limits.maxOutputBytes && !c.overflowed {
             c.overflowed = true
             wake(c, at: 0)
         }
@@ -403,13 +403,6 @@ extension HubServer {
         if c.pollSocket != nil && !c.flushPending {
             c.flushPending = true
             wake(c, at: EventLoop.now())
-        }
-    }
-
-    func checkQueue(_ c: HubConnection, _ s: ConnectionID) {
-        if !c.overflowed && loop.queuedBytes(s) > configuration.maxQueuedBytesPerConnection {
-            c.overflowed = true
-            wake(c, at: 0)
         }
     }
 

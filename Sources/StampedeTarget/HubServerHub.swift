@@ -691,7 +691,6 @@ extension HubServer {
                         if !b.hasWebSocketBinary { frame(raw, .binary, into: b.webSocketBinary); b.hasWebSocketBinary = true }
                         loop.write(s, UnsafeRawBufferPointer(b.webSocketBinary.readable))
                     }
-                    checkQueue(r, s)
                 }
             case .serverSentEvents?:
                 if let s = r.socket {
@@ -712,7 +711,6 @@ extension HubServer {
                     }
                     let all = UnsafeRawBufferPointer(b.sse.readable)
                     loop.write(s, r.sseChunked ? all : UnsafeRawBufferPointer(rebasing: all[b.sseChunkHeader..<(all.count - 2)]))
-                    checkQueue(r, s)
                 }
             case .longPolling?:
                 queueForPoll(r, raw)

@@ -43,9 +43,12 @@ public final class RestServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
         public var bodySize: Int = 256
         /// Frame 200 bodies with Transfer-Encoding: chunked instead of Content-Length.
         public var chunked: Bool = false
+        /// Output limit and timeouts (see `ServerLimits`).
+        public var limits = ServerLimits()
 
         public init(path: String = "/api", changeRate: Double = 1, token: String? = nil, rateLimit: Int? = nil,
-                    bodySize: Int = 256, chunked: Bool = false) {
+                    bodySize: Int = 256, chunked: Bool = false, limits: ServerLimits = ServerLimits()) {
+            self.limits = limits
             self.path = path
             self.changeRate = changeRate
             self.token = token
@@ -76,6 +79,8 @@ public final class RestServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
         public var faultsApplied = 0
         public var connectionsDropped = 0
         public var requestsRejected = 0
+        /// Connections the limits closed: slow consumers, header and idle timeouts.
+        public var limits = LimitStatistics()
     }
 
     /// Most distinct resource paths kept; new ones beyond it get 404 (memory stays bounded).
@@ -92,6 +97,8 @@ public final class RestServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
 
     public let loop: EventLoop
     public let configuration: Configuration
+    /// The limits in force: the configured ones, with room for the largest answer.
+    public let limits: ServerLimits
     public private(set) var port: UInt16 = 0
     public private(set) var statistics = Statistics()
 
@@ -144,6 +151,11 @@ public final class RestServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
         basePath = base
         token = configuration.token.map { Array($0.utf8) }
         padding = [UInt8](repeating: 0x78, count: bodySize)
+        // Pipelined requests are answered only while the connection is under the high-water
+        // mark (see `received`), so its queue never holds more than that plus one answer: a
+        // body, its escaped path (≤ 6 × a 16 KiB head) and a head.
+        limits = configuration.limits.effective(forLargestWrite: bodySize + 128 * 1024, highWaterMark: loop.configuration.highWaterMark)
+        limits.install(on: loop)
         loop.handler = self
         switch loop.listen(on: address) {
         case .success(let (_, p)): port = p
@@ -208,11 +220,13 @@ public final class RestServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
         connections[i] = Connection(id: id)
         statistics.accepted += 1
         statistics.open += 1
+        limits.awaitRequest(id, loop)
     }
 
     public func connectCompleted(_ id: ConnectionID, error: Int32, loop: EventLoop) {}
 
     public func closed(_ id: ConnectionID, reason: CloseReason, loop: EventLoop) {
+        statistics.limits.count(reason)
         forget(id)
     }
 
@@ -229,10 +243,16 @@ public final class RestServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
             let (event, consumed) = connections[i]!.parser.next(rest)
             switch event {
             case .needMore:
+                if connections[i]!.parser.isInsideMessage { limits.requestStarted(id, loop) } else { limits.awaitRequest(id, loop) }
                 return offset + consumed
             case .head(let head):
                 offset += consumed
+                limits.noDeadline(id, loop)
                 guard answer(id, head, rest) else { return buffer.count }
+                // Like nginx, stop taking pipelined requests while the answers are backed up:
+                // the rest waits (then in the kernel, then in the client) and is offered again
+                // once they drain. A client that never reads is then dropped by the send timeout.
+                if loop.isBackedUp(id) { return offset }
             case .body, .end:
                 offset += consumed
             case .error:

@@ -22,8 +22,12 @@ public enum TargetAdminError: Error, Sendable, CustomStringConvertible {
 ///
 /// - `POST /fault/drop?mode=reset|close` (default reset): drop every connection.
 /// - `POST /fault/reject?seconds=S`: answer new connections 503 for S seconds.
-/// - `POST /fault/stall?seconds=S`: hang the server for S seconds (0 < S ≤ 3600).
+/// - `POST /fault/stall?seconds=S`: hang the server for S seconds.
 /// - `GET /status`: the server's statistics as JSON.
+///
+/// S is plain decimal (`5`, `0.25`: no sign, exponent, hex, `nan` or `inf`) from 0.001 to 3600.
+/// Queries are strict: a key the endpoint does not take, a key given twice, or a pair without
+/// `=` is a 400, so a typo never silently means the default.
 ///
 /// Replies are one-line JSON, each on its own connection (`Connection: close`): 200 once the
 /// fault is applied, 400 for a bad query, 404 for an unknown path, 405 for a wrong method.
@@ -41,8 +45,9 @@ public final class TargetAdmin: EventLoopHandler, @unchecked Sendable {
     struct Request {
         var method: HTTPMethod?
         var path = ""
-        var mode: String?
-        var seconds: String?
+        /// The query's `key=value` pairs, percent-decoded, in order; nil when it is malformed
+        /// (an empty pair, a key without `=`, an encoding that is not UTF-8 or percent-valid).
+        var query: [(key: String, value: String)]? = []
     }
 
     struct Client {
@@ -133,31 +138,74 @@ public final class TargetAdmin: EventLoopHandler, @unchecked Sendable {
         var pathEnd = t.upperBound
         for i in t where buf[i] == 0x3F || buf[i] == 0x23 { pathEnd = i; break }  // '?' '#'
         r.path = String(decoding: UnsafeRawBufferPointer(rebasing: buf[t.lowerBound..<pathEnd]), as: UTF8.self)
-        func parameter(_ name: StaticString) -> String? {
-            guard let v = HTTPQuery.value(of: name, inTarget: t, of: buf) else { return nil }
-            let raw = UnsafeRawBufferPointer(rebasing: buf[v])
-            var decoded = [UInt8](repeating: 0, count: raw.count)
-            guard let n = decoded.withUnsafeMutableBytes({ HTTPPercentEncoding.decode(raw, into: $0, plusIsSpace: true) }) else { return "\u{FFFD}" }
-            return String(decoding: decoded[0..<n], as: UTF8.self)
+        func decoded(_ raw: ArraySlice<UInt8>) -> String? {
+            var out = [UInt8](repeating: 0, count: raw.count)
+            let n = raw.withUnsafeBytes { raw in out.withUnsafeMutableBytes { HTTPPercentEncoding.decode(raw, into: $0, plusIsSpace: true) } }
+            guard let n else { return nil }
+            return String(validating: out[0..<n], as: UTF8.self)
         }
-        r.mode = parameter("mode")
-        r.seconds = parameter("seconds")
+        let query = pathEnd < t.upperBound && buf[pathEnd] == 0x3F
+            ? Array(UnsafeRawBufferPointer(rebasing: buf[(pathEnd + 1)..<t.upperBound])) : []
+        guard !query.isEmpty else { return r }
+        var pairs: [(key: String, value: String)] = []
+        for part in query.split(separator: 0x26, omittingEmptySubsequences: false) {  // '&'
+            guard let eq = part.firstIndex(of: 0x3D), eq > part.startIndex,  // '='
+                  let key = decoded(part[..<eq]), let value = decoded(part[(eq + 1)...]) else { r.query = nil; return r }
+            pairs.append((key, value))
+        }
+        r.query = pairs
         return r
     }
 
-    /// Seconds for reject and stall: a finite decimal with 0 < seconds ≤ 3600, else why not.
+    /// The query's values for `allowed` keys, or why the query is refused: malformed, a key
+    /// the endpoint does not take, or a key given twice.
+    static func parameters(_ r: Request, allowed: [String]) -> (values: [String: String]?, problem: String) {
+        guard let query = r.query else { return (nil, "malformed query: use key=value pairs joined by &") }
+        var values: [String: String] = [:]
+        for (key, value) in query {
+            guard allowed.contains(key) else {
+                let shown = String(key.unicodeScalars.prefix(32).filter { $0.value >= 0x20 && $0 != "\"" && $0 != "\\" })
+                let takes = allowed.isEmpty ? "no query" : allowed.joined(separator: ", ")
+                return (nil, "unknown query key '\(shown)' (\(r.path) takes \(takes))")
+            }
+            guard values[key] == nil else { return (nil, "\(key) given twice") }
+            values[key] = value
+        }
+        return (values, "")
+    }
+
+    /// Shortest reject or stall accepted (s).
+    static let minSeconds = 0.001
+
+    /// Seconds for reject and stall: plain decimal digits with at most one fraction part
+    /// ("5", "0.25"; no sign, exponent, hex, "nan" or "inf"), from 1 ms to 3600 s, else why not.
     static func seconds(_ text: String?) -> (seconds: Double?, problem: String) {
-        guard let text else { return (nil, "missing seconds: add ?seconds=N with 0 < N <= 3600") }
-        guard let s = Double(text), s.isFinite else { return (nil, "seconds must be a number, 0 < seconds <= 3600") }
-        guard s > 0, s <= TargetFault.maxSeconds else { return (nil, "seconds must be > 0 and <= 3600") }
+        let rule = "seconds must be a plain decimal number (like 5 or 0.25) from 0.001 to 3600"
+        guard let text else { return (nil, "missing seconds: add ?seconds=N, \(rule)") }
+        let bytes = Array(text.utf8)
+        let dot = bytes.firstIndex(of: 0x2E)
+        let whole = bytes[..<(dot ?? bytes.endIndex)]
+        let fraction = dot.map { bytes[($0 + 1)...] } ?? []
+        func digits(_ s: ArraySlice<UInt8>) -> Bool { s.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } }
+        guard bytes.count <= 32, !whole.isEmpty, digits(whole), dot == nil || (!fraction.isEmpty && digits(fraction)),
+              let s = Double(text), s >= minSeconds, s <= TargetFault.maxSeconds else { return (nil, rule) }
         return (s, "")
     }
 
     func handle(_ id: ConnectionID, _ r: Request) {
         let fault: TargetFault
+        let allowed: [String]
+        switch r.path {
+        case "/status": allowed = []
+        case "/fault/drop": allowed = ["mode"]
+        case "/fault/reject", "/fault/stall": allowed = ["seconds"]
+        default: allowed = []
+        }
+        let (values, problem) = Self.parameters(r, allowed: allowed)
         switch r.path {
         case "/status":
             guard r.method == .get else { return wrongMethod(id, allowed: "GET") }
+            guard values != nil else { return badRequest(id, problem) }
             let target = self.target
             target.loop.execute { [self] _ in
                 let json = target.statusJSON()
@@ -166,14 +214,16 @@ public final class TargetAdmin: EventLoopHandler, @unchecked Sendable {
             return
         case "/fault/drop":
             guard r.method == .post else { return wrongMethod(id, allowed: "POST") }
-            switch r.mode {
+            guard let values else { return badRequest(id, problem) }
+            switch values["mode"] {
             case nil, "reset": fault = .drop(reset: true)
             case "close": fault = .drop(reset: false)
             default: return badRequest(id, "mode must be reset or close")
             }
         case "/fault/reject", "/fault/stall":
             guard r.method == .post else { return wrongMethod(id, allowed: "POST") }
-            let parsed = Self.seconds(r.seconds)
+            guard let values else { return badRequest(id, problem) }
+            let parsed = Self.seconds(values["seconds"])
             guard let s = parsed.seconds else { return badRequest(id, parsed.problem) }
             fault = r.path == "/fault/reject" ? .reject(seconds: s) : .stall(seconds: s)
         default:

@@ -111,6 +111,7 @@ func statisticsJSONMembers(_ value: Any) -> String {
         case let n as Int: return "\"\(label)\":\(n)"
         case let b as Bool: return "\"\(label)\":\(b)"
         case let d as Double: return "\"\(label)\":\(d.isFinite ? "\(d)" : "null")"
+        case let flat as FlatStatistics: return statisticsJSONMembers(flat)
         default: return "\"\(label)\":{\(statisticsJSONMembers(child.value))}"
         }
     }.joined(separator: ",")

@@ -195,6 +195,18 @@ struct Serve: ParsableCommand {
     @Option(help: "Port of the fault switch on 127.0.0.1 (0 picks a free one; default: none).")
     var adminPort: Int?
 
+    @Option(help: "Most output queued for one connection before it is dropped as a slow consumer, in bytes (65536...1073741824; default 4194304).")
+    var maxOutputBytes: Int?
+
+    @Option(help: "Seconds a connection may accept none of its waiting output before it is dropped as a slow consumer (default 10).")
+    var sendTimeout: Double?
+
+    @Option(help: "Seconds a started request or upgrade head has to complete (default 10).")
+    var headerTimeout: Double?
+
+    @Option(help: "Seconds a connection with no request under way may stay silent (default 60).")
+    var idleTimeout: Double?
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535, got \(port)") }
         guard maxSeconds.isFinite, (0...7 * 24 * 3600).contains(maxSeconds) else {
@@ -207,7 +219,9 @@ struct Serve: ParsableCommand {
             throw ValidationError("--host must be a 127.x.x.x loopback address")
         }
         if let p = adminPort, !(0...65535).contains(p) { throw ValidationError("--admin-port must be from 0 to 65535") }
-        let restSettings = try restConfiguration()
+        var restSettings = try restConfiguration()
+        let limits = try serverLimits()
+        restSettings?.limits = limits
         installSignalHandlers()
         let path = self.path ?? (hub ? "/hub" : rest ? "/api" : "/chat")
         let loop: EventLoop
@@ -220,9 +234,11 @@ struct Serve: ParsableCommand {
                 configuration.path = path
                 restServer = try RestServer(loop: loop, address: .ipv4(v4, port: UInt16(clamping: port)), configuration: configuration)
             } else if hub {
-                hubServer = try HubServer(loop: loop, address: .ipv4(v4, port: UInt16(clamping: port)), path: path)
+                var configuration = HubServer.Configuration()
+                configuration.limits = limits
+                hubServer = try HubServer(loop: loop, address: .ipv4(v4, port: UInt16(clamping: port)), path: path, configuration: configuration)
             } else {
-                chatServer = try ChatServer(loop: loop, address: .ipv4(v4, port: UInt16(clamping: port)), path: path)
+                chatServer = try ChatServer(loop: loop, address: .ipv4(v4, port: UInt16(clamping: port)), path: path, limits: limits)
             }
         } catch {
             FileHandle.standardError.write(Data("error: cannot listen on \(host):\(port): \(error)\n".utf8))
@@ -255,7 +271,8 @@ struct Serve: ParsableCommand {
         }
         admin?.stop()
         if let stats = chatServer?.statisticsSnapshot() {
-            print("served: \(stats.upgraded) connections, \(stats.messagesReceived) messages received, \(stats.framesBroadcast) frames broadcast, \(stats.invalidMessages) invalid")
+            print("served: \(stats.upgraded) connections, \(stats.messagesReceived) messages received, \(stats.framesBroadcast) frames broadcast, \(stats.invalidMessages) invalid, "
+                + "\(stats.limits.slowConsumersDropped) slow consumers dropped")
         }
         if let hubServer {
             // Tell every client to reconnect (Close with allowReconnect), as ASP.NET Core does on shutdown.
@@ -271,6 +288,28 @@ struct Serve: ParsableCommand {
         }
         loop.stop()
         loop.join()
+    }
+
+    /// Prints `message` as an error and returns exit code 2 (bad input) to throw.
+    /// The output limit and timeouts from the flags (see `ServerLimits`); a value out of range
+    /// names the flag (exit code 2, as every bad flag).
+    func serverLimits() throws -> ServerLimits {
+        var limits = ServerLimits()
+        if let n = maxOutputBytes {
+            guard (65536...(1 << 30)).contains(n) else { throw ValidationError("--max-output-bytes must be from 65536 to 1073741824") }
+            limits.maxOutputBytes = n
+        }
+        func seconds(_ value: Double?, _ flag: String) throws -> Double? {
+            guard let value else { return nil }
+            guard value.isFinite, value >= 0.001, value <= ServerLimits.maxTimeout else {
+                throw ValidationError("\(flag) must be a number of seconds from 0.001 to 3600")
+            }
+            return value
+        }
+        if let s = try seconds(sendTimeout, "--send-timeout") { limits.sendTimeout = s }
+        if let s = try seconds(headerTimeout, "--header-timeout") { limits.headerTimeout = s }
+        if let s = try seconds(idleTimeout, "--idle-timeout") { limits.idleTimeout = s }
+        return limits
     }
 
     /// The REST target's configuration from the flags (nil without --rest); the path is set later.

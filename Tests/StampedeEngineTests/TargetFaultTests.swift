@@ -162,9 +162,9 @@ final class RefChatServer: @unchecked Sendable {
     let server: ChatServer
     var port: UInt16 { server.port }
 
-    init() throws {
+    init(limits: ServerLimits = ServerLimits()) throws {
         loop = try EventLoop(index: 0)
-        server = try ChatServer(loop: loop, address: .ipv4(0x7F00_0001, port: 0))
+        server = try ChatServer(loop: loop, address: .ipv4(0x7F00_0001, port: 0), limits: limits)
         loop.start(name: "chat-test")
     }
 
