@@ -47,7 +47,7 @@ struct FaultState {
     /// Seconds clamped to 0…`TargetFault.maxSeconds` (NaN counts as 0), in ns.
     static func nanoseconds(_ seconds: Double) -> UInt64 {
         guard seconds > 0 else { return 0 }
-        return nanoseconds(min(seconds, TargetFault.maxSeconds))
+        return StampedeLoop.nanoseconds(min(seconds, TargetFault.maxSeconds))
     }
 
     mutating func startRejecting(seconds: Double) {
