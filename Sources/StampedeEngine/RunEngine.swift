@@ -100,10 +100,11 @@ public final class RunEngine {
         let plan = RunPlan(scenario: scenario, loops: options.loops, openFilesLimit: Int(limit), canSpawnTarget: options.stampedeExecutable != nil)
         if let problem = plan.problem { throw RunSetupError(problem) }
         targetInChildProcess = plan.targetInChildProcess
+        // Before the target starts: a setup that fails half-way still stops what it started.
+        defer { shutdown(interrupted: options.interrupt.isRaised) }
         let endpoint = try startTarget()
         let loopCount = plan.loopCount
         try startLoops(count: loopCount, endpoint: endpoint)
-        defer { shutdown(interrupted: options.interrupt.isRaised) }
 
         runStartNs = EventLoop.now()
         lastIntervalNs = runStartNs
@@ -399,10 +400,11 @@ public final class RunEngine {
             throw RunSetupError("cannot start the target process: \(error)")
         }
         childTarget = child
-        guard let listening = child.waitForLine(prefix: "listening on ", seconds: 30),
-              let admin = child.waitForLine(prefix: "admin on http://127.0.0.1:", seconds: 5),
+        guard let listening = child.waitForLine(prefix: "listening on ", seconds: 30, interrupt: options.interrupt),
+              let admin = child.waitForLine(prefix: "admin on http://127.0.0.1:", seconds: 5, interrupt: options.interrupt),
               let port = Int(listening.split(separator: ":").last?.split(separator: "/").first ?? ""),
               let adminPort = Int(admin.split(separator: ":").last ?? "") else {
+            if options.interrupt.isRaised { throw RunSetupError("interrupted while the target process started") }
             throw RunSetupError("the target process did not start: \(child.errorOutput.suffix(500))")
         }
         childAdmin = AdminEndpoint(host: "127.0.0.1", port: adminPort)

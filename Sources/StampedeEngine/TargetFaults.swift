@@ -132,9 +132,11 @@ final class ChildTarget: @unchecked Sendable {
     var pid: Int32 { process.processIdentifier }
     var errorOutput: String { errors.withLock { $0 } }
 
-    func waitForLine(prefix: String, seconds: Double) -> String? {
+    /// The first line of the child's output that starts with `prefix`, waiting at most
+    /// `seconds`; nil when it did not come, the child ended, or the run was interrupted.
+    func waitForLine(prefix: String, seconds: Double, interrupt: InterruptFlag? = nil) -> String? {
         let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
+        while Date() < deadline, interrupt?.isRaised != true {
             if let line = lines.withLock({ $0.first { $0.hasPrefix(prefix) } }) { return line }
             if !process.isRunning { return nil }
             Thread.sleep(forTimeInterval: 0.02)

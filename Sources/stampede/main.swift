@@ -48,6 +48,7 @@ struct Stampede: ParsableCommand {
 enum ExitStatus {
     static let runFailed: Int32 = 1
     static let badInput: Int32 = 2
+    static let interrupted: Int32 = 130
 }
 
 struct Run: ParsableCommand {
@@ -121,7 +122,7 @@ struct Run: ParsableCommand {
         let outcome: RunOutcome
         do { outcome = try RunEngine(scenario: s, options: options).run() } catch {
             FileHandle.standardError.write(Data("error: \(error)\n".utf8))
-            throw ExitCode(ExitStatus.runFailed)
+            throw ExitCode(interrupt.isRaised ? ExitStatus.interrupted : ExitStatus.runFailed)
         }
         print(SummaryText.render(outcome.summary))
         if let fatal = outcome.record.fatalError { FileHandle.standardError.write(Data("error: \(fatal)\n".utf8)) }
