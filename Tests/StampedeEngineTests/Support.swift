@@ -191,3 +191,22 @@ func temporaryFolder(_ name: String) -> URL {
     try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     return url
 }
+
+/// A blocking TCP socket connected to 127.0.0.1:`port`, with 100 ms receive (and optionally
+/// send) timeouts so a test never blocks for long; `receiveBuffer` shrinks the kernel's buffer,
+/// for a client that should fill up quickly. Nil when the connect fails.
+func connectLoopback(port: UInt16, receiveBuffer: Int32? = nil, sendTimeout: Bool = false) -> Int32? {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    if var size = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_port = port.bigEndian
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let r = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+    guard r == 0 else { close(fd); return nil }
+    var tv = timeval(tv_sec: 0, tv_usec: 100_000)
+    if sendTimeout { setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size)) }
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    return fd
+}
