@@ -1,0 +1,137 @@
+import Foundation
+
+struct TargetProblem: Error {
+    var message: String
+    init(_ message: String) { self.message = message }
+}
+
+private let loopbackOnly =
+    "target must be a loopback address (127.0.0.0/8, ::1 or localhost): Stampede only sends load to this machine"
+
+func parseTarget(_ text: String) -> Result<Target, TargetProblem> {
+    if text == "embedded" { return .success(.embedded) }
+    guard let schemeEnd = text.range(of: "://") else {
+        return .failure(
+            TargetProblem("expected 'embedded', a ws://HOST:PORT/PATH or an http://HOST:PORT/PATH URL, got '\(text)'"))
+    }
+    let scheme = text[..<schemeEnd.lowerBound].lowercased()
+    guard scheme == "ws" || scheme == "http" else {
+        if scheme == "wss" {
+            return .failure(TargetProblem("wss:// (TLS) is not supported: use a ws:// URL"))
+        }
+        if scheme == "https" {
+            return .failure(TargetProblem("https:// (TLS) is not supported: use an http:// URL"))
+        }
+        return .failure(
+            TargetProblem("unsupported scheme '\(scheme)://': target must be 'embedded', a ws:// URL or an http:// URL"))
+    }
+    let rest = text[schemeEnd.upperBound...]
+    guard !rest.contains("#") else {
+        return .failure(TargetProblem("a target URL cannot have a fragment ('#...')"))
+    }
+    let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
+    let authority = rest[..<authorityEnd]
+    var path = String(rest[authorityEnd...])
+    guard !authority.contains("@") else {
+        return .failure(TargetProblem("user names and passwords ('user@') are not supported in the target URL"))
+    }
+
+    var host: Substring
+    var portText: Substring?
+    if authority.hasPrefix("[") {
+        guard let close = authority.firstIndex(of: "]") else {
+            return .failure(TargetProblem("missing ']' after the IPv6 address in the target URL"))
+        }
+        host = authority[authority.index(after: authority.startIndex)..<close]
+        let afterHost = authority[authority.index(after: close)...]
+        if afterHost.hasPrefix(":") {
+            portText = afterHost.dropFirst()
+        } else if !afterHost.isEmpty {
+            return .failure(TargetProblem("unexpected '\(afterHost)' after the host in the target URL"))
+        }
+    } else {
+        let parts = authority.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count <= 2 else {
+            return .failure(TargetProblem("IPv6 addresses must be in brackets, as in \(scheme)://[::1]:8765/"))
+        }
+        host = parts[0]
+        portText = parts.count == 2 ? parts[1] : nil
+    }
+    guard !host.isEmpty else {
+        return .failure(TargetProblem("the target URL has no host"))
+    }
+
+    var port = 80
+    if let portText {
+        guard !portText.isEmpty, portText.count <= 5, portText.allSatisfy(\.isASCIIDigit), let value = Int(portText),
+            (1...65535).contains(value)
+        else {
+            return .failure(TargetProblem("expected a port from 1 to 65535 in the target URL, got '\(portText)'"))
+        }
+        port = value
+    }
+
+    let isLoopback =
+        host.lowercased() == "localhost" || host == "::1" || parseIPv4(String(host)).map { $0[0] == 127 } == true
+    guard isLoopback else {
+        return .failure(TargetProblem(loopbackOnly))
+    }
+
+    if path.isEmpty {
+        path = "/"
+    } else if path.hasPrefix("?") {
+        path = "/" + path
+    }
+    // The path goes verbatim into the HTTP request line.
+    guard path.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
+        return .failure(TargetProblem("the target URL's path may only contain printable ASCII without spaces (percent-encode the rest)"))
+    }
+    let url = WebSocketURL(host: String(host), port: port, path: path)
+    return .success(scheme == "http" ? .http(url: url) : .webSocket(url: url))
+}
+
+/// Dotted-quad IPv4 with no leading zeros (so "0127" can't be misread as octal).
+func parseIPv4(_ text: String) -> [UInt8]? {
+    let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+    guard parts.count == 4 else { return nil }
+    var octets: [UInt8] = []
+    for part in parts {
+        guard (1...3).contains(part.count), part.allSatisfy(\.isASCIIDigit), part == "0" || part.first != "0",
+            let octet = UInt8(part)
+        else { return nil }
+        octets.append(octet)
+    }
+    return octets
+}
+
+extension ScenarioLoader {
+    /// Parses a target exactly as the `target` field is parsed (used for `--target` overrides),
+    /// with the same loopback-only rule.
+    public static func parseTarget(_ text: String) -> Result<Target, TargetError> {
+        switch StampedeScenario.parseTarget(text) {
+        case .success(let t): .success(t)
+        case .failure(let p): .failure(TargetError(message: p.message))
+        }
+    }
+
+    /// Why a target string was refused.
+    public struct TargetError: Error, Sendable { public var message: String }
+}
+
+extension ScenarioLoader {
+    /// Why `target` cannot be used with `workload`, or nil when it can. The loader applies this to the
+    /// `target` field; use it for `--target` overrides too.
+    public static func targetProblem(_ target: Target, workload: Workload) -> String? {
+        switch (workload, target) {
+        case (_, .embedded), (.chat, .webSocket), (.hub, .http), (.rest, .http): return nil
+        case (.rest, .webSocket):
+            return "the rest workload needs 'embedded' or the API's http:// base URL, got a ws:// URL"
+        case (.chat, .http):
+            return "the chat workload needs 'embedded' or a ws:// URL; an http:// target is a SignalR hub's URL, "
+                + "for 'workload: hub'"
+        case (.hub, .webSocket):
+            return "the hub workload needs 'embedded' or the hub's http:// URL (Stampede switches to ws:// itself "
+                + "for the WebSockets transport), got a ws:// URL"
+        }
+    }
+}
