@@ -92,16 +92,28 @@ public enum SocketAddress: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// Parses "a.b.c.d" into a host-order UInt32.
+/// Parses a dotted quad "a.b.c.d" (four parts of 1 to 3 ASCII digits, each 0 to 255) into a
+/// host-order UInt32: the one IPv4 parser of the loop, the engine and the command line.
+///
+/// A part with a leading zero ("012", "0127") is refused: inet_aton and ping read it as octal
+/// (012 = 10), most URL parsers and people as decimal (12), so the address it names depends on
+/// who reads it. Signs ("+1") and inet_aton's short forms ("127.1") are refused for the same
+/// reason. The scenario loader's private parser applies the same rule.
 public func parseIPv4(_ s: String) -> UInt32? {
-    let parts = s.split(separator: ".", omittingEmptySubsequences: false)
-    guard parts.count == 4 else { return nil }
     var v: UInt32 = 0
-    for p in parts {
-        guard let n = UInt32(p), n <= 255, !p.isEmpty, p.count <= 3 else { return nil }
+    var parts = 0
+    for part in s.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false) {
+        parts += 1
+        guard parts <= 4, (1...3).contains(part.count), part.count == 1 || part.first != UInt8(ascii: "0") else { return nil }
+        var n: UInt32 = 0
+        for c in part {
+            guard c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9") else { return nil }
+            n = n * 10 + UInt32(c - UInt8(ascii: "0"))
+        }
+        guard n <= 255 else { return nil }
         v = v << 8 | n
     }
-    return v
+    return parts == 4 ? v : nil
 }
 
 /// What the loop tells the code that owns its connections (a workload or a server).
