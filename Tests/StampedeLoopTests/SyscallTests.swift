@@ -6,16 +6,25 @@ import CStampedeLinux
 import Glibc
 #endif
 
+/// Stands for a system call that a signal interrupts `interruptions` times before it returns `result`.
+final class InterruptedCall {
+    let interruptions: Int
+    let result: Int
+    private(set) var calls = 0
+    init(interruptions: Int, result: Int) { self.interruptions = interruptions; self.result = result }
+    func callAsFunction() -> Int {
+        calls += 1
+        if calls <= interruptions { errno = EINTR; return -1 }
+        return result
+    }
+}
+
 @Suite struct SyscallHelperTests {
     @Test func syscallRetriesEINTRAndMapsEAGAINToWouldBlock() {
-        var calls = 0
-        let retried = syscall {
-            calls += 1
-            if calls < 3 { errno = EINTR; return -1 }
-            return 7
-        }
+        let call = InterruptedCall(interruptions: 2, result: 7)
+        let retried = syscall { call() }
         #expect(retried == .done(7))
-        #expect(calls == 3)
+        #expect(call.calls == 3)
         for e in [EAGAIN, EWOULDBLOCK, EINPROGRESS] {
             let r = syscall { errno = e; return -1 }
             #expect(r == .wouldBlock, "errno \(e)")
@@ -25,14 +34,10 @@ import Glibc
     }
 
     @Test func syscallStatusRetriesEINTRAndReturnsTheErrno() {
-        var calls = 0
-        let ok = syscallStatus {
-            calls += 1
-            if calls < 2 { errno = EINTR; return -1 }
-            return 0
-        }
+        let call = InterruptedCall(interruptions: 1, result: 0)
+        let ok = syscallStatus { Int32(call()) }
         #expect(ok == 0)
-        #expect(calls == 2)
+        #expect(call.calls == 2)
         // EAGAIN is an errno like any other for a call that has no "try later".
         let again = syscallStatus { errno = EAGAIN; return -1 }
         #expect(again == EAGAIN)
@@ -76,6 +81,15 @@ import Glibc
         return nil
     }
 
+    /// `id` was closed, once, with `.error(EPERM)` (epoll_ctl(2): the fd does not support epoll).
+    static func expectClosedByEpoll(_ id: ConnectionID, on t: TestLoop, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        t.handler.wait("closed with the errno", sourceLocation: sourceLocation) { closedWithError(id, $0) != nil }
+        let e = try #require(closedWithError(id, t.handler), sourceLocation: sourceLocation)
+        #expect(e == EPERM, "errno \(e): \(errnoDescription(e))", sourceLocation: sourceLocation)
+        #expect(!t.sync { $0.isAlive(id) }, sourceLocation: sourceLocation)
+        #expect(t.handler.events.filter { if case .closed(id, _) = $0 { true } else { false } }.count == 1, sourceLocation: sourceLocation)
+    }
+
     @Test func pausingAConnectionEpollRefusesClosesItWithTheErrno() throws {
         let server = try TestLoop(name: "server")
         let client = try TestLoop(name: "client")
@@ -90,12 +104,8 @@ import Glibc
             precondition(loop.isAlive(id))
         }
         // ... but by the end of that iteration, with a reason.
-        client.handler.wait("closed with the errno") { Self.closedWithError(id, $0) != nil }
-        let e = try #require(Self.closedWithError(id, client.handler))
-        #expect(e == EPERM, "errno \(e): \(errnoDescription(e))")  // epoll_ctl(2): fd does not support epoll
-        #expect(!client.sync { $0.isAlive(id) })
+        try Self.expectClosedByEpoll(id, on: client)
         #expect(client.sync { $0.liveSlots } == 0)
-        #expect(client.handler.events.filter { if case .closed = $0 { true } else { false } }.count == 1)
         // The peer sees the connection go.
         server.handler.wait("peer closed") { h in h.events.contains { if case .closed(pair.serverID, _) = $0 { true } else { false } } }
     }
@@ -117,10 +127,7 @@ import Glibc
             [UInt8](repeating: 7, count: 4096).withUnsafeBytes { loop.write(id, $0) }
             precondition(loop.isAlive(id))
         }
-        server.handler.wait("closed with the errno") { Self.closedWithError(id, $0) != nil }
-        let e = try #require(Self.closedWithError(id, server.handler))
-        #expect(e == EPERM, "errno \(e): \(errnoDescription(e))")  // epoll_ctl(2): fd does not support epoll
-        #expect(!server.sync { $0.isAlive(id) })
+        try Self.expectClosedByEpoll(id, on: server)
         #expect(server.sync { $0.queuedBytes } == 0)
         // The listener is unaffected.
         #expect(server.sync { $0.isAlive(pair.listener) })
