@@ -95,9 +95,9 @@ public enum SocketAddress: Sendable, Equatable, CustomStringConvertible {
 /// Parses a dotted quad "a.b.c.d" (four parts of 1 to 3 ASCII digits, each 0 to 255) into a
 /// host-order UInt32: the one IPv4 parser of the loop, the engine and the command line.
 ///
-/// A part with a leading zero ("012", "0127") is refused: inet_aton and ping read it as octal
-/// (012 = 10), most URL parsers and people as decimal (12), so the address it names depends on
-/// who reads it. Signs ("+1") and inet_aton's short forms ("127.1") are refused for the same
+/// A part with a leading zero ("012", "0127") is refused: C's inet_aton (so ping, curl) and
+/// WHATWG URL parsing read it as octal (012 = 10), people and many libraries as decimal (12), so
+/// the address it names depends on who reads it. Signs ("+1") and inet_aton's short forms ("127.1") are refused for the same
 /// reason. The scenario loader's private parser applies the same rule.
 public func parseIPv4(_ s: String) -> UInt32? {
     var v: UInt32 = 0
