@@ -22,7 +22,7 @@ public enum CloseReason: Sendable, Equatable {
     case endOfFile
     /// ECONNRESET / EPIPE.
     case reset
-    /// Any other socket error.
+    /// Any other socket error, or epoll refusing to register or update the connection: its errno.
     case error(Int32)
     /// Its output passed `ConnectionLimits.maxQueuedBytes`, or the peer accepted none of it for
     /// `ConnectionLimits.sendTimeoutNs` (see `EventLoop.limits`).
@@ -92,16 +92,28 @@ public enum SocketAddress: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// Parses "a.b.c.d" into a host-order UInt32.
+/// Parses a dotted quad "a.b.c.d" (four parts of 1 to 3 ASCII digits, each 0 to 255) into a
+/// host-order UInt32: the one IPv4 parser of the loop, the engine and the command line.
+///
+/// A part with a leading zero ("012", "0127") is refused: C's inet_aton (so ping, curl) and
+/// WHATWG URL parsing read it as octal (012 = 10), people and many libraries as decimal (12), so
+/// the address it names depends on who reads it. Signs ("+1") and inet_aton's short forms ("127.1") are refused for the same
+/// reason. The scenario loader's private parser applies the same rule.
 public func parseIPv4(_ s: String) -> UInt32? {
-    let parts = s.split(separator: ".", omittingEmptySubsequences: false)
-    guard parts.count == 4 else { return nil }
     var v: UInt32 = 0
-    for p in parts {
-        guard let n = UInt32(p), n <= 255, !p.isEmpty, p.count <= 3 else { return nil }
+    var parts = 0
+    for part in s.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false) {
+        parts += 1
+        guard parts <= 4, (1...3).contains(part.count), part.count == 1 || part.first != UInt8(ascii: "0") else { return nil }
+        var n: UInt32 = 0
+        for c in part {
+            guard c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9") else { return nil }
+            n = n * 10 + UInt32(c - UInt8(ascii: "0"))
+        }
+        guard n <= 255 else { return nil }
         v = v << 8 | n
     }
-    return v
+    return parts == 4 ? v : nil
 }
 
 /// What the loop tells the code that owns its connections (a workload or a server).
@@ -165,6 +177,8 @@ public final class EventLoop: @unchecked Sendable {
         /// `setDeadline`: when the connection is closed with `.timedOut(tag)` (.max = none).
         var deadline: UInt64 = .max
         var deadlineTag: UInt8 = 0
+        /// epoll refused a change to its registration (errno; 0 = none): closed at the next flush.
+        var registrationErrno: Int32 = 0
         enum State { case free, connecting, stream, listener }
     }
 
@@ -220,8 +234,10 @@ public final class EventLoop: @unchecked Sendable {
         guard epfd >= 0, timerfd >= 0, wakefd >= 0 else { throw LoopError(operation: "epoll/timerfd/eventfd", errno: cs_errno()) }
         readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
         events = UnsafeMutableRawPointer.allocate(byteCount: cs_epoll_event_size() * configuration.maxEventsPerWait, alignment: 16)
-        _ = cs_epoll_ctl(epfd, EPOLL_CTL_ADD, timerfd, EPOLLIN.rawValue, Self.timerToken)
-        _ = cs_epoll_ctl(epfd, EPOLL_CTL_ADD, wakefd, EPOLLIN.rawValue, Self.wakeToken)
+        let (ep, tfd, wfd) = (epfd, timerfd, wakefd)
+        var e = syscallStatus { cs_epoll_ctl(ep, EPOLL_CTL_ADD, tfd, EPOLLIN.rawValue, Self.timerToken) }
+        if e == 0 { e = syscallStatus { cs_epoll_ctl(ep, EPOLL_CTL_ADD, wfd, EPOLLIN.rawValue, Self.wakeToken) } }
+        guard e == 0 else { throw LoopError(operation: "epoll_ctl (timerfd/eventfd)", errno: e) }
     }
 
     deinit {
@@ -237,6 +253,7 @@ public final class EventLoop: @unchecked Sendable {
     public func start(name: String = "stampede-loop") {
         let t = Thread { [self] in
             // Foundation on Linux ignores a name set before start; name the thread from inside.
+            // A name is for top -H and debuggers only: a failure changes nothing.
             _ = cs_set_thread_name(String(name.prefix(15)))
             run()
         }
@@ -266,7 +283,11 @@ public final class EventLoop: @unchecked Sendable {
 
     func wake() {
         var one: UInt64 = 1
-        _ = withUnsafeBytes(of: &one) { Glibc.write(wakefd, $0.baseAddress, 8) }
+        let fd = wakefd
+        let r = withUnsafeBytes(of: &one) { p in syscall { Glibc.write(fd, p.baseAddress, 8) } }
+        // EAGAIN: the counter is at its maximum, so a wake-up is already pending. Anything else
+        // (EBADF, EINVAL) means the eventfd is broken: a bug in the loop, not input.
+        if case .failed(let e) = r { preconditionFailure("eventfd write on loop \(index): \(errnoDescription(e)) (errno \(e))") }
     }
 
     /// Runs the loop on the calling thread until `stop()`.
@@ -285,19 +306,26 @@ public final class EventLoop: @unchecked Sendable {
 
     func runOnce() {
         armTimer()
-        let n = cs_epoll_wait(epfd, events, Int32(configuration.maxEventsPerWait), -1)
+        let (epfd, events, maxEvents) = (epfd, events, Int32(configuration.maxEventsPerWait))
+        let n: Int
+        // EINTR (a signal) waits again, inside `syscall`: `stop()` and `execute(_:)` always write
+        // the eventfd, so a wait never sleeps through them. epoll_wait never reports EAGAIN; its
+        // other errors (EBADF, EINVAL, EFAULT) mean the epoll fd or the event buffer is broken:
+        // a bug in the loop, not input.
+        switch syscall({ Int(cs_epoll_wait(epfd, events, maxEvents, -1)) }) {
+        case .done(let count): n = count
+        case .wouldBlock: n = 0
+        case .failed(let e): preconditionFailure("epoll_wait on loop \(index): \(errnoDescription(e)) (errno \(e))")
+        }
         wakeTime = Self.now()
-        if n < 0 { return }  // EINTR: go round again
-        for i in 0..<Int(n) {
+        for i in 0..<n {
             let data = cs_epoll_event_data(events, Int32(i))
             let flags = cs_epoll_event_events(events, Int32(i))
             if data == Self.timerToken {
-                var buf: UInt64 = 0
-                _ = withUnsafeMutableBytes(of: &buf) { read(timerfd, $0.baseAddress, 8) }
+                drainCounter(timerfd, "timerfd")
                 armedDeadline = .max
             } else if data == Self.wakeToken {
-                var buf: UInt64 = 0
-                _ = withUnsafeMutableBytes(of: &buf) { read(wakefd, $0.baseAddress, 8) }
+                drainCounter(wakefd, "eventfd")
                 runTasks()
             } else {
                 dispatch(ConnectionID(packed: data), flags: flags)
@@ -305,6 +333,18 @@ public final class EventLoop: @unchecked Sendable {
         }
         fireTimers()
         flushDirty()
+    }
+
+    /// Reads the timerfd's or the eventfd's counter, so the level-triggered epoll stops reporting
+    /// it. EAGAIN (a zero counter) is fine to ignore: the counter is only a doorbell. The timer
+    /// heap says which timers are due and the task list which tasks wait, and both are looked at
+    /// either way (re-arming a timerfd resets its expiry count, so a reported expiry may read as
+    /// EAGAIN). Any other failure (EBADF, EINVAL) means the fd is broken: a bug, not input.
+    @inline(__always)
+    func drainCounter(_ fd: Int32, _ what: StaticString) {
+        var count: UInt64 = 0
+        let r = withUnsafeMutableBytes(of: &count) { p in syscall { Glibc.read(fd, p.baseAddress, 8) } }
+        if case .failed(let e) = r { preconditionFailure("\(what) read on loop \(index): \(errnoDescription(e)) (errno \(e))") }
     }
 
     func runTasks() {
@@ -341,7 +381,11 @@ public final class EventLoop: @unchecked Sendable {
         if next != armedDeadline {
             armedDeadline = next
             // A deadline already past makes timerfd fire at once, which is what we want.
-            _ = cs_timerfd_arm_absolute(timerfd, max(next, 1))
+            let fd = timerfd
+            let e = syscallStatus { cs_timerfd_arm_absolute(fd, max(next, 1)) }
+            // timerfd_settime fails only for a bad fd or a malformed itimerspec (EBADF, EINVAL),
+            // never for a deadline (any UInt64 of nanoseconds is a valid one): a bug, not input.
+            precondition(e == 0, "timerfd_settime on loop \(index): \(errnoDescription(e)) (errno \(e))")
         }
     }
 
@@ -403,6 +447,7 @@ public final class EventLoop: @unchecked Sendable {
         s.overLimit = false
         s.deadline = .max
         s.deadlineTag = 0
+        s.registrationErrno = 0
         // `dirty` stays set if queued; flushDirty skips free slots and clears it.
         slots[index] = s
         freeSlots.append(UInt32(index))
@@ -430,6 +475,8 @@ public final class EventLoop: @unchecked Sendable {
         let family: Int32 = { if case .ipv6Loopback = address { return AF_INET6 } else { return AF_INET } }()
         let fd = cs_socket_tcp(family)
         guard fd >= 0 else { return .failure(LoopError(operation: "socket", errno: cs_errno())) }
+        // Socket options are best effort: without TCP_NODELAY small frames wait for Nagle, and
+        // without IP_BIND_ADDRESS_NO_PORT the bind below reserves a port; both still work.
         _ = cs_set_int_option(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
         if let src = source, case .ipv4 = address {
             // Port 0 with IP_BIND_ADDRESS_NO_PORT lets the kernel pick the port at connect time per
@@ -452,8 +499,9 @@ public final class EventLoop: @unchecked Sendable {
         case .done, .wouldBlock:
             let id = allocateSlot(fd: fd, state: .connecting)
             slots[Int(id.index)].pollingOut = true
-            guard cs_epoll_ctl(epfd, EPOLL_CTL_ADD, fd, EPOLLOUT.rawValue | EPOLLIN.rawValue, id.packed) == 0 else {
-                let e = cs_errno()
+            let epfd = epfd
+            let e = syscallStatus { cs_epoll_ctl(epfd, EPOLL_CTL_ADD, fd, EPOLLOUT.rawValue | EPOLLIN.rawValue, id.packed) }
+            guard e == 0 else {
                 Glibc.close(fd); releaseSlot(Int(id.index))
                 return .failure(LoopError(operation: "epoll_ctl", errno: e))
             }
@@ -474,7 +522,7 @@ public final class EventLoop: @unchecked Sendable {
         let family: Int32 = { if case .ipv6Loopback = address { return AF_INET6 } else { return AF_INET } }()
         let fd = cs_socket_tcp(family)
         guard fd >= 0 else { return .failure(LoopError(operation: "socket", errno: cs_errno())) }
-        _ = cs_set_int_option(fd, SOL_SOCKET, SO_REUSEADDR, 1)
+        _ = cs_set_int_option(fd, SOL_SOCKET, SO_REUSEADDR, 1)  // best effort: bind reports the outcome
         let bound: Int32
         switch address {
         case .ipv4(let a, let port): bound = cs_bind_ipv4(fd, a.bigEndian, port)
@@ -484,7 +532,12 @@ public final class EventLoop: @unchecked Sendable {
         guard Glibc.listen(fd, backlog) == 0 else { let e = cs_errno(); Glibc.close(fd); return .failure(LoopError(operation: "listen", errno: e)) }
         let port = UInt16(cs_local_port(fd))
         let id = allocateSlot(fd: fd, state: .listener)
-        _ = cs_epoll_ctl(epfd, EPOLL_CTL_ADD, fd, EPOLLIN.rawValue, id.packed)
+        let epfd = epfd
+        let e = syscallStatus { cs_epoll_ctl(epfd, EPOLL_CTL_ADD, fd, EPOLLIN.rawValue, id.packed) }
+        guard e == 0 else {
+            Glibc.close(fd); releaseSlot(Int(id.index))
+            return .failure(LoopError(operation: "epoll_ctl", errno: e))
+        }
         return .success((id, port))
     }
 
@@ -551,7 +604,18 @@ public final class EventLoop: @unchecked Sendable {
         let id = ConnectionID(index: UInt32(i), generation: slots[i].generation)
         var events: UInt32 = slots[i].throttled ? 0 : EPOLLIN.rawValue | EPOLLRDHUP.rawValue
         if slots[i].pollingOut { events |= EPOLLOUT.rawValue }
-        _ = cs_epoll_ctl(epfd, EPOLL_CTL_MOD, slots[i].fd, events, id.packed)
+        let (epfd, fd) = (epfd, slots[i].fd)
+        let e = syscallStatus { cs_epoll_ctl(epfd, EPOLL_CTL_MOD, fd, events, id.packed) }
+        if e != 0 { registrationFailed(i, errno: e) }
+    }
+
+    /// epoll refused to change the connection's registration, so its events no longer match
+    /// its state (it might never be read again, or spin): it is closed with `.error(errno)` when
+    /// it is next flushed, at the latest at the end of this iteration. Not here: this can run
+    /// inside a handler's `write`, and closing would call the handler back in the middle of it.
+    func registrationFailed(_ i: Int, errno e: Int32) {
+        if slots[i].registrationErrno == 0 { slots[i].registrationErrno = e }
+        markDirty(i)
     }
 
     /// Bytes waiting to be written on `id`.
@@ -638,13 +702,16 @@ public final class EventLoop: @unchecked Sendable {
     public func pauseReading(_ id: ConnectionID, _ paused: Bool) {
         guard let i = slotIndex(id), slots[i].state == .stream, slots[i].readPaused != paused else { return }
         slots[i].readPaused = paused
+        let (epfd, fd) = (epfd, slots[i].fd)
+        let e: Int32
         if paused {
-            _ = cs_epoll_ctl(epfd, EPOLL_CTL_DEL, slots[i].fd, 0, id.packed)
+            e = syscallStatus { cs_epoll_ctl(epfd, EPOLL_CTL_DEL, fd, 0, id.packed) }
         } else {
             var events: UInt32 = slots[i].throttled ? 0 : EPOLLIN.rawValue | EPOLLRDHUP.rawValue
             if slots[i].pollingOut { events |= EPOLLOUT.rawValue }
-            _ = cs_epoll_ctl(epfd, EPOLL_CTL_ADD, slots[i].fd, events, id.packed)
+            e = syscallStatus { cs_epoll_ctl(epfd, EPOLL_CTL_ADD, fd, events, id.packed) }
         }
+        if e != 0 { registrationFailed(i, errno: e) }
     }
 
     /// Whether `pauseReading` has taken the connection out of epoll.
@@ -670,9 +737,17 @@ public final class EventLoop: @unchecked Sendable {
         case .connecting:
             let err = cs_socket_error(slots[i].fd)
             if err == 0 && flags & (EPOLLERR.rawValue | EPOLLHUP.rawValue) == 0 {
+                let (epfd, fd) = (epfd, slots[i].fd)
+                let e = syscallStatus { cs_epoll_ctl(epfd, EPOLL_CTL_MOD, fd, EPOLLIN.rawValue | EPOLLRDHUP.rawValue, id.packed) }
+                guard e == 0 else {
+                    // Connected but not watchable: the connect fails with epoll's errno.
+                    Glibc.close(fd)
+                    releaseSlot(i)
+                    handler.connectCompleted(id, error: e, loop: self)
+                    return
+                }
                 slots[i].state = .stream
                 slots[i].pollingOut = false
-                _ = cs_epoll_ctl(epfd, EPOLL_CTL_MOD, slots[i].fd, EPOLLIN.rawValue | EPOLLRDHUP.rawValue, id.packed)
                 handler.connectCompleted(id, error: 0, loop: self)
             } else {
                 Glibc.close(slots[i].fd)
@@ -694,12 +769,17 @@ public final class EventLoop: @unchecked Sendable {
 
     func acceptAll(_ i: Int, listener: ConnectionID) {
         // Bounded per wake-up so a connect storm cannot starve established connections.
+        let (epfd, listenFd) = (epfd, slots[i].fd)
         for _ in 0..<256 {
-            let fd = cs_accept(slots[i].fd)
-            if fd < 0 { return }
-            _ = cs_set_int_option(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+            // EAGAIN: the backlog is empty. Other failures (EMFILE, ECONNABORTED …) end this
+            // round too; the listener stays readable and is tried again on the next wake-up.
+            guard case .done(let accepted) = syscall({ Int(cs_accept(listenFd)) }) else { return }
+            let fd = Int32(accepted)
+            _ = cs_set_int_option(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)  // best effort, as in `connect`
             let id = allocateSlot(fd: fd, state: .stream)
-            _ = cs_epoll_ctl(epfd, EPOLL_CTL_ADD, fd, EPOLLIN.rawValue | EPOLLRDHUP.rawValue, id.packed)
+            let e = syscallStatus { cs_epoll_ctl(epfd, EPOLL_CTL_ADD, fd, EPOLLIN.rawValue | EPOLLRDHUP.rawValue, id.packed) }
+            // Not in epoll: announced all the same, then closed with `.error(e)` at the flush.
+            if e != 0 { registrationFailed(Int(id.index), errno: e) }
             handler.accepted(id, listener: listener, loop: self)
         }
     }
@@ -771,6 +851,11 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     func flush(_ i: Int, id: ConnectionID) {
+        let registrationErrno = slots[i].registrationErrno
+        if registrationErrno != 0 {
+            peerClosed(i, id: id, reason: .error(registrationErrno))
+            return
+        }
         if slots[i].overLimit {
             peerClosed(i, id: id, reason: .slowConsumer)
             return
@@ -813,6 +898,7 @@ public final class EventLoop: @unchecked Sendable {
         }
         if slots[i].shutdownWhenFlushed {
             slots[i].shutdownWhenFlushed = false
+            // A failure (ENOTCONN: the peer is already gone) shows up on the next read.
             _ = Glibc.shutdown(slots[i].fd, Int32(SHUT_WR))
         }
         if slots[i].backedUp { _ = relieved(i, id: id) }

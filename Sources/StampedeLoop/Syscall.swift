@@ -25,6 +25,17 @@ public func syscall(_ body: () -> Int) -> IOResult {
     }
 }
 
+/// Runs a system call that only succeeds or fails (`epoll_ctl`, `timerfd_settime`), retrying
+/// EINTR. Returns 0 on success, else the errno (EAGAIN included: such calls have no "try later").
+@inline(__always)
+public func syscallStatus(_ body: () -> Int32) -> Int32 {
+    while true {
+        if body() >= 0 { return 0 }
+        let e = cs_errno()
+        if e != EINTR { return e }
+    }
+}
+
 /// errno as text, for error messages.
 public func errnoDescription(_ e: Int32) -> String {
     guard let p = strerror(e) else { return "errno \(e)" }

@@ -252,7 +252,7 @@ public enum ErrorClass: Int, CaseIterable, Sendable, Codable {
     }
 }
 
-/// Microsecond histogram: 1 µs to 1 hour, 3 significant digits (measurement.md).
+/// Microsecond histogram: 1 µs to 1 hour, 3 significant digits.
 public typealias LatencyHistogram = Histogram<UInt64>
 
 public func makeLatencyHistogram() -> LatencyHistogram {

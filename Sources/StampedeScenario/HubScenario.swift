@@ -1,5 +1,5 @@
 /// What simulated SignalR hub clients do (workload `hub`): how they connect and which hub
-/// calls they make. Wire details: shared/reference/signalr-protocol.md.
+/// calls they make. Wire details: docs/protocols.md.
 public struct HubSpec: Sendable, Equatable {
     /// Transports in the order they are tried (the official clients' fallback order by default).
     public var transports: [HubTransport]

@@ -1,5 +1,5 @@
-/// The ETag-polling REST client of workloads.md §5: what each simulated client polls, with what
-/// credentials, how often, and how it reads each answer.
+/// The ETag-polling REST client (the JSONSession model): what each simulated client polls, with
+/// what credentials, how often, and how it reads each answer.
 public struct RestSpec: Sendable, Equatable {
     /// Sent as `Authorization: Bearer <token>`; resolved at the start of a run, never logged.
     public var token: TokenSource?

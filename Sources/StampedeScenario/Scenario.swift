@@ -107,11 +107,11 @@ public struct WebSocketURL: Sendable, Equatable, CustomStringConvertible {
 }
 
 public enum Workload: String, Sendable, Equatable, CaseIterable {
-    /// The WebSocket chat client of workloads.md §2.
+    /// WebSocket chat clients: each sends JSON chat messages and receives every broadcast.
     case chat
-    /// SignalR hub clients (workloads.md §1); needs a `hub` section.
+    /// SignalR hub clients, modelled on the official clients; needs a `hub` section.
     case hub
-    /// ETag-polling REST clients (workloads.md §5); needs a `rest` section.
+    /// ETag-polling REST clients (the JSONSession model); needs a `rest` section.
     case rest
 }
 
@@ -229,7 +229,8 @@ public struct AdminEndpoint: Sendable, Equatable, CustomStringConvertible {
     public var description: String { "http://\(host.contains(":") ? "[\(host)]" : host):\(port)" }
 }
 
-/// Keep-alive behaviour of chat clients (the SocketRocket app of workloads.md §4).
+/// Keep-alive behaviour of chat clients, as in a SocketRocket app: an application heartbeat,
+/// WebSocket pings, and a timeout after which a silent server counts as dead.
 public struct Heartbeat: Sendable, Equatable {
     /// An application message (`text`) every this many seconds; nil = none.
     public var intervalSeconds: Double?

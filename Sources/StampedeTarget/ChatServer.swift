@@ -5,7 +5,7 @@ import StampedeWire
 import Glibc
 #endif
 
-/// The reference chat server of workloads.md §2 on Stampede's own event loop: a WebSocket
+/// The reference chat server (a Vapor chat server's behaviour) on Stampede's own event loop: a WebSocket
 /// endpoint at `/chat` that broadcasts every valid client message, with the server's `date` and
 /// `id` added, to every connected client (the sender included). Invalid JSON is dropped and counted.
 ///

@@ -5,7 +5,7 @@ import StampedeWire
 import Glibc
 #endif
 
-/// The reference ASP.NET Core SignalR hub server (docs: shared reference "signalr-protocol.md")
+/// The reference ASP.NET Core SignalR hub server (the protocol facts it follows: docs/protocols.md)
 /// on Stampede's own event loop, so hub workloads have a real, reproducible target.
 ///
 /// Endpoints, for `path` = `/hub`:

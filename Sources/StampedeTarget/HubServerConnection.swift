@@ -104,7 +104,7 @@ struct HubClientResultWait {
     var callerId: [UInt8]?
 }
 
-/// Stateful reconnect bookkeeping (reference §6): outgoing messages of types 1–5 are numbered
+/// Stateful reconnect bookkeeping (docs/protocols.md §6): outgoing messages of types 1–5 are numbered
 /// from 1 and kept until acked; incoming ones are counted and acked about a second later.
 final class HubStatefulState {
     /// Numbered messages sent so far (the last id used).

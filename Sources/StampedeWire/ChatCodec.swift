@@ -13,7 +13,7 @@ public struct ChatStamp: Sendable, Equatable {
     }
 }
 
-/// The chat wire format of workloads.md §2 over raw bytes: the client's
+/// The chat wire format (a Vapor chat server's) over raw bytes: the client's
 /// `{"message","user","userID"}` and the server's broadcast with `date` and `id` added.
 /// Building and reading a message touch only the caller's buffers.
 public enum ChatCodec {

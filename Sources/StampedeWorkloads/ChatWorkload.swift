@@ -3,7 +3,8 @@ import StampedeMetrics
 import StampedeScenario
 import StampedeWire
 
-/// The WebSocket chat client of workloads.md §2 for the clients one event loop owns.
+/// The WebSocket chat client (it sends `{"message","user","userID"}` and receives every
+/// broadcast) for the clients one event loop owns.
 ///
 /// Every message text carries a `ChatStamp` (sender, sequence, intended and actual send time),
 /// so the sender measures its round trip from its own echo and every other client measures
@@ -218,8 +219,8 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         case .send:
             guard phase == .messages, sendEpoch[k] == epoch else { return }
             if ws.state(of: k) != .open {
-                // Open model: messages keep falling due while the client reconnects (§4 of the
-                // reconnect issue): dropped and counted, or queued for after the reconnect.
+                // Open model: messages keep falling due while the client reconnects: dropped
+                // and counted, or queued for after the reconnect.
                 guard reconnecting[k], plan.loadModel == .open else { return }
                 dueSequence[k] += 1
                 if plan.whileDisconnected == .drop { dropDue(k) }

@@ -36,7 +36,7 @@ public struct RestPlan: Sendable {
     }
 }
 
-/// ETag-polling REST clients (workloads.md §5) for one event loop.
+/// ETag-polling REST clients for one event loop.
 ///
 /// Each client polls each resource on an open-model schedule: poll n of resource r is intended
 /// at `start + offset + n × interval`, and its latency counts from then, however late it went

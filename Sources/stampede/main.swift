@@ -134,7 +134,7 @@ struct Run: ParsableCommand {
 
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run a reference server on loopback: the chat server (workloads.md §2), a SignalR hub (--hub) or a REST target (--rest).",
+        abstract: "Run a reference server on loopback: the chat server (/chat), a SignalR hub (--hub) or a REST target (--rest).",
         discussion: """
             A WebSocket endpoint that broadcasts every {"message","user","userID"} it receives to
             every connected client, with the server's "date" and "id" added.

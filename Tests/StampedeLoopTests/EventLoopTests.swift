@@ -462,6 +462,20 @@ import Glibc
         }
     }
 
+    /// The one rule for IPv4 literals (the scenario loader's copy must agree): plain decimal
+    /// parts, no leading zeros, because "012" is 10 to inet_aton (octal) and 12 to most readers.
+    @Test func ipv4LiteralsWithLeadingZerosAreRefused() {
+        #expect(parseIPv4("127.0.0.1") == 0x7F00_0001)
+        #expect(parseIPv4("10.0.0.0") == 0x0A00_0000)
+        #expect(parseIPv4("012") == nil)
+        #expect(parseIPv4("1.2.3") == nil)
+        #expect(parseIPv4("256.0.0.1") == nil)
+        for bad in ["012.0.0.1", "127.0.0.01", "127.00.0.1", "127.0.0.1 ", "+1.2.3.4", "127.1", "１.2.3.4", "1.2.3.4."] {
+            #expect(parseIPv4(bad) == nil, "\(bad)")
+        }
+        #expect(SocketAddress(host: "127.0.0.012", port: 80) == nil)
+    }
+
     @Test func socketAddressFromHost() {
         #expect(SocketAddress(host: "localhost", port: 80) == .ipv4(0x7F00_0001, port: 80))
         #expect(SocketAddress(host: "::1", port: 1) == .ipv6Loopback(port: 1))

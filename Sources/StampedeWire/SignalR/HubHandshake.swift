@@ -1,4 +1,4 @@
-/// The SignalR handshake (HubProtocol.md; reference §3): always JSON + 0x1E, whichever hub
+/// The SignalR handshake (HubProtocol.md; docs/protocols.md §3): always JSON + 0x1E, whichever hub
 /// protocol follows it.
 public enum HubHandshake {
     /// What `parseResponse` found.
@@ -49,7 +49,7 @@ public enum HubHandshake {
         guard let n = JSONHubProtocol.recordLength(buffer) else { return .needMore }
         let b = buffer
         var error: Range<Int>? = nil
-        // An object with a `type` is a hub message, not a handshake response (§3).
+        // An object with a `type` is a hub message, not a handshake response (docs/protocols.md §3).
         let valid = HubJSONScanner.scanObject(b, from: 0, to: n - 1) { key, escaped, value, kind in
             if HubJSONScanner.contentsEqual(b, key, hasEscape: escaped, "type") { return false }
             if HubJSONScanner.contentsEqual(b, key, hasEscape: escaped, "error") {

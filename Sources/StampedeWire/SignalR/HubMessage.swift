@@ -63,7 +63,7 @@ public struct HubMessage: Sendable, Equatable {
 }
 
 /// Why bytes are not a valid hub message. Each case is a protocol error after which the peer
-/// may close the connection (HubProtocol.md "Errors"; reference §7). Creating one allocates nothing.
+/// may close the connection (HubProtocol.md "Errors"; docs/protocols.md §7). Creating one allocates nothing.
 public enum HubProtocolError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Not RFC 8259 JSON: bad syntax or UTF-8, nesting deeper than 64, or bytes after the object.
     case invalidJSON
@@ -146,7 +146,7 @@ public enum HubProtocolError: Error, Sendable, Equatable, CustomStringConvertibl
 
 /// What a protocol's `parse` found at the start of a receive buffer.
 public enum HubParseResult: Sendable, Equatable {
-    /// No complete message yet: keep the bytes and read more (reference §3).
+    /// No complete message yet: keep the bytes and read more (docs/protocols.md §3).
     case needMore
     /// One message; its ranges index the parsed buffer, and `consumed` bytes (framing included)
     /// belong to it. Check `message.messageType` and ignore unknown types.

@@ -13,7 +13,7 @@ public enum JSONHubProtocol: HubProtocolCodec {
     // MARK: Framing
 
     /// Length of the first complete record in `buffer`, separator included, or nil while the
-    /// separator has not arrived (keep buffering, reference §7 "Incomplete JSON record").
+    /// separator has not arrived (keep buffering, docs/protocols.md §7).
     public static func recordLength(_ buffer: UnsafeRawBufferPointer) -> Int? {
         guard let base = buffer.baseAddress else { return nil }
         let n = buffer.count
@@ -53,7 +53,7 @@ public enum JSONHubProtocol: HubProtocolCodec {
     /// Decodes one record: the JSON text, optionally followed by its 0x1E (as `recordLength`
     /// delimits it). Ranges index `record`.
     ///
-    /// Protocol errors (reference §7): invalid JSON; a non-object; missing or non-integer
+    /// Protocol errors (docs/protocols.md §7): invalid JSON; a non-object; missing or non-integer
     /// `type`; Invocation/StreamInvocation without a non-empty string `target` or an array
     /// `arguments`; StreamItem without `item`; Completion with both `result` and `error`;
     /// StreamItem/Completion/StreamInvocation/CancelInvocation without a non-empty

@@ -2,7 +2,7 @@
 /// each message is `[VarInt length][body]`, the body one MessagePack array whose first item
 /// is the message type.
 ///
-/// Headers: the spec makes them a map, and a non-map is a protocol error (reference §7). The one
+/// Headers: the spec makes them a map, and a non-map is a protocol error (docs/protocols.md §7). The one
 /// exception is aiosignalr's quirk of encoding empty headers as the integer 128 (`CC 80`, the
 /// byte of an empty map sent as a uint 8): that exact value is read as "no headers", anything
 /// else that is not a map fails with `.invalidHeaders`. A map's entries are skipped unchecked,

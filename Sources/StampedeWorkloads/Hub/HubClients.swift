@@ -51,8 +51,9 @@ public struct HubPlan: Sendable {
     }
 }
 
-/// Simulated ASP.NET Core SignalR clients (workloads.md §1) for one event loop, generic over the
-/// hub protocol so the per-message code is specialised for JSON or MessagePack.
+/// Simulated ASP.NET Core SignalR clients, modelled on the official ones, for one event loop,
+/// generic over the hub protocol so the per-message code is specialised for JSON or MessagePack.
+/// A bare §N in this file is a section of docs/protocols.md, the protocol facts they follow.
 ///
 /// Each client owns up to two TCP connections: `main` (the WebSocket, the SSE stream or the
 /// long poll) and `side` (negotiate, and the POSTs that carry client messages on SSE and long
@@ -1455,7 +1456,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
                 let assembled = clients[k].receiver.assembled
                 assembled.withUnsafeBytes { receiveHub(k, $0) }
             case .ping(let range):
-                // §5.5.2: answer with a pong carrying the same payload.
+                // RFC 6455 §5.5.2: answer with a pong carrying the same payload.
                 loop.writeMaskedFrame(id, opcode: .pong, payload: UnsafeRawBufferPointer(rebasing: rest[range]),
                                       key: UInt32(truncatingIfNeeded: random.next()))
             case .close(let code, _):

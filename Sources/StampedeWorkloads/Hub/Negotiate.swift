@@ -1,7 +1,7 @@
 import Foundation
 import StampedeScenario
 
-/// What a negotiate response says (signalr-protocol.md §1). Parsed once per connection attempt,
+/// What a negotiate response says (docs/protocols.md §1). Parsed once per connection attempt,
 /// so Foundation's JSON parser is fine here (it is never used per message).
 public enum NegotiateResponse: Sendable, Equatable {
     /// Connect with `id=<connectionId>` (version 0) or `id=<connectionToken>` (version 1).

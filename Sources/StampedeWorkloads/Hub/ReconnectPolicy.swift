@@ -2,7 +2,7 @@ import StampedeLoop
 import Foundation
 import StampedeScenario
 
-/// When a dropped client tries again (signalr-protocol.md §6): a pure function of the attempt
+/// When a dropped client tries again (docs/protocols.md §6): a pure function of the attempt
 /// count, so every simulated client follows its own copy and tests need no clock.
 public struct ReconnectPolicy: Sendable, Equatable {
     public let spec: ReconnectSpec
