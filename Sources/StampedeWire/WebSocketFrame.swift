@@ -186,11 +186,13 @@ public enum WebSocketFrameCodec {
         }
     }
 
-    /// Whether a close code may appear on the wire (RFC 6455 §7.4).
+    /// Whether a close code may appear on the wire (RFC 6455 §7.4): the RFC's codes, 1012–1014
+    /// from the IANA registry (1012 "service restart" is what our servers send on a clean drop),
+    /// and the 3000–4999 ranges. 1004–1006 and 1015 are reserved and never sent.
     @inlinable
     public static func isValidCloseCode(_ code: UInt16) -> Bool {
         switch code {
-        case 1000...1003, 1007...1011: return true
+        case 1000...1003, 1007...1014: return true
         case 3000...4999: return true
         default: return false
         }

@@ -311,7 +311,7 @@ func masked(_ bytes: [UInt8], key: UInt32, keyOffset: Int = 0) -> [UInt8] {
         #expect(!WebSocketFrameCodec.isValidCloseCode(code))
     }
 
-    @Test(arguments: [1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 3000, 3999, 4000, 4999] as [UInt16])
+    @Test(arguments: [1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014, 3000, 3999, 4000, 4999] as [UInt16])
     func validCloseCodes(_ code: UInt16) {
         #expect(WebSocketFrameCodec.isValidCloseCode(code))
     }

@@ -238,7 +238,7 @@ typealias Role = WebSocketReceiver.Role
         }
     }
 
-    @Test(arguments: [1000, 1001, 1003, 1007, 1011, 3000, 4999] as [UInt16])
+    @Test(arguments: [1000, 1001, 1003, 1007, 1011, 1012, 3000, 4999] as [UInt16])
     func validCloseCodesAreDelivered(_ code: UInt16) {
         for role in [Role.client, .server] {
             #expect(receive(frameFor(role, opcode: 8, payload: closePayload(code)), role: role) == [.close(code, []), .needMore])
