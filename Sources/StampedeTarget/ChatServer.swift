@@ -35,6 +35,7 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
         let id: ConnectionID
         var state: State = .upgrading
         var receiver = WebSocketReceiver(role: .server, maxMessageBytes: ChatServer.maxMessageBytes)
+        var handshake = WebSocketCloseHandshake(role: .server)
         /// Position in `openPeers`, for O(1) removal.
         var openIndex = -1
         /// When `closing` after a drop: the time to give up waiting for the client's close.
@@ -61,8 +62,9 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
     /// How long a client gets to answer a drop's close frame before its connection is closed anyway.
     static let dropCloseGraceNs: UInt64 = 2_000_000_000
     static let dropGraceTimer: UInt64 = 1
-    /// Close payload of a clean drop: 1012 "service restart" (RFC 6455 §7.4, IANA registry).
-    static let serviceRestartClose: [UInt8] = [0x03, 0xF4] + Array("service restart".utf8)
+    /// Close code and reason of a clean drop: 1012 "service restart" (IANA close code registry).
+    static let serviceRestartCode: UInt16 = 1012
+    static let serviceRestartReason: StaticString = "service restart"
 
     /// Creates the server and starts listening on `address` (port 0 picks a free port). Call
     /// before the loop starts (or on its thread).
@@ -154,28 +156,14 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
                 }
             case .ping(let range):
                 if peer.state == .open { sendFrame(id, .pong, UnsafeRawBufferPointer(rebasing: rest[range])) }
-            case .close(_, _) where peer.state == .closing:
-                // The answer to a drop's close frame: the close handshake is complete.
-                peers[i] = nil
-                loop.close(id)
-                return buffer.count
             case .close(let code, _):
-                // Echo the close and drop TCP once it is written: the server closes first (RFC 6455 §7.1.1).
-                var be = (code ?? 1000).bigEndian
-                withUnsafeBytes(of: &be) { sendFrame(id, .close, code == nil ? UnsafeRawBufferPointer(start: nil, count: 0) : $0) }
-                leave(id)
-                loop.closeAfterFlush(id)
-                return buffer.count
-            case .fail where peer.state == .closing:
-                peers[i] = nil
-                loop.close(id)
+                // The client's close, or its answer to a drop's close frame.
+                carryOut(id, peers[i]!.handshake.received(code: code))
                 return buffer.count
             case .fail(let failure):
-                statistics.protocolErrors += 1
-                var be = failure.closeCode.bigEndian
-                withUnsafeBytes(of: &be) { sendFrame(id, .close, $0) }
-                leave(id)
-                loop.closeAfterFlush(id)
+                // Broken framing while a drop waits for the answer is not counted: the client was already let go.
+                if peer.state != .closing { statistics.protocolErrors += 1 }
+                carryOut(id, peers[i]!.handshake.failed(failure))
                 return buffer.count
             }
             offset += consumed
@@ -250,9 +238,9 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
                 loop.close(id, reset: reset)
                 continue
             }
-            Self.serviceRestartClose.withUnsafeBytes { sendFrame(id, .close, $0) }
-            loop.shutdownWriteAfterFlush(id)
             var closing = peer
+            let step = closing.handshake.sending(code: Self.serviceRestartCode, reason: Self.serviceRestartReason)
+            carryOut(id, step)
             closing.state = .closing
             closing.openIndex = -1
             closing.closeDeadline = deadline
@@ -285,6 +273,22 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
             statistics.open -= 1
         }
         peers[i] = nil
+    }
+
+    /// Carries out a step of the close handshake: its Close frame, then TCP. The server closes
+    /// first once the handshake is over (RFC 6455 §7.1.1); while its own Close is unanswered it
+    /// stops writing and keeps reading, bounded by the drop's grace timer.
+    func carryOut(_ id: ConnectionID, _ step: WebSocketCloseHandshake.Step) {
+        if let payload = step.send { payload.withUnsafeBytes { sendFrame(id, .close, $0) } }
+        switch step.transport {
+        case .unchanged:
+            break
+        case .awaitClose:
+            loop.shutdownWriteAfterFlush(id)
+        case .close, .awaitFIN:  // `.awaitFIN` is the client's
+            leave(id)
+            loop.closeAfterFlush(id)
+        }
     }
 
     func sendFrame(_ id: ConnectionID, _ opcode: WebSocketOpcode, _ payload: UnsafeRawBufferPointer) {

@@ -689,6 +689,7 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
         s.mode = .webSocket
         limits.noDeadline(s.id, loop)
         s.receiver = WebSocketReceiver(role: .server, maxMessageBytes: max(1 << 20, maxMessage * 4))
+        s.closeHandshake = WebSocketCloseHandshake(role: .server)
         s.connection = c
         c.socket = s.id
         if resuming {
@@ -828,14 +829,12 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
             case .ping(let r):
                 writeFrame(s.id, .pong, UnsafeRawBufferPointer(rebasing: rest[r]))
             case .close(let code, _):
-                var be = (code ?? 1000).bigEndian
-                withUnsafeBytes(of: &be) { writeFrame(s.id, .close, code == nil ? UnsafeRawBufferPointer(start: nil, count: 0) : $0) }
+                writeCloseFrame(s.id, s.closeHandshake.received(code: code))
                 closeWebSocketSocket(s, graceful: true)
                 return buffer.count
             case .fail(let failure):
                 statistics.protocolErrors += 1
-                var be = failure.closeCode.bigEndian
-                withUnsafeBytes(of: &be) { writeFrame(s.id, .close, $0) }
+                writeCloseFrame(s.id, s.closeHandshake.failed(failure))
                 closeWebSocketSocket(s, graceful: true)
                 return buffer.count
             }
@@ -844,8 +843,14 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
         return s.mode == .webSocket ? offset : buffer.count
     }
 
+    /// Writes the Close frame a close-handshake step calls for, if any: the echo of the
+    /// client's code, the failure's code, or our own (RFC 6455 §5.5.1, never a second one).
+    func writeCloseFrame(_ id: ConnectionID, _ step: WebSocketCloseHandshake.Step) {
+        if let payload = step.send { payload.withUnsafeBytes { writeFrame(id, .close, $0) } }
+    }
+
     /// The peer closed the WebSocket (or broke its framing): close the socket after the reply
-    /// and end the hub connection. Only an abrupt loss (`closed`) leaves a stateful connection
+    /// (the server closes TCP first, §7.1.1) and end the hub connection. Only an abrupt loss (`closed`) leaves a stateful connection
     /// waiting to be resumed.
     func closeWebSocketSocket(_ s: HubSocket, graceful: Bool) {
         let c = s.connection
@@ -888,6 +893,7 @@ final class HubSocket {
     var mode: Mode = .http
     var parser = HTTPRequestParser()
     var receiver: WebSocketReceiver? = nil
+    var closeHandshake = WebSocketCloseHandshake(role: .server)
     /// The hub connection this socket carries (WebSocket, SSE) or polls for.
     var connection: HubConnection? = nil
     // The request being received.

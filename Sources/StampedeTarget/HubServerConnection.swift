@@ -247,8 +247,10 @@ extension HubServer {
         case .webSockets?, .serverSentEvents?:
             if let id = c.socket, let s = socket(id) {
                 if c.transport == .webSockets {
-                    var code = UInt16(1000).bigEndian
-                    withUnsafeBytes(of: &code) { writeFrame(id, .close, $0) }
+                    // Our own Close (1000). The socket is forgotten with the connection, so TCP goes
+                    // once it is written rather than after the client's answer (§7.1.1: the server
+                    // closes first either way).
+                    writeCloseFrame(id, s.closeHandshake.sending(code: 1000))
                 } else if c.sseChunked {
                     let last = HTTPResponseWriter.lastChunk
                     loop.write(id, UnsafeRawBufferPointer(start: last.utf8Start, count: last.utf8CodeUnitCount))
