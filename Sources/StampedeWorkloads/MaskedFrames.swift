@@ -26,3 +26,13 @@ extension EventLoop {
         }
     }
 }
+
+extension EventLoop {
+    /// Queues the Close frame a close-handshake step calls for on `id`, if it has one, masked
+    /// with `key`. Returns the bytes queued (0 when the step sends nothing).
+    @discardableResult
+    func writeMaskedClose(_ id: ConnectionID, _ step: WebSocketCloseHandshake.Step, key: UInt32) -> Int {
+        guard let payload = step.send else { return 0 }
+        return writeMaskedFrame(id, opcode: .close, length: payload.count, key: key) { payload.write(into: $0) }
+    }
+}

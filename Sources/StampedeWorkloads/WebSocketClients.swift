@@ -5,8 +5,10 @@ import StampedeWire
 
 /// How one simulated WebSocket connection ended. Every connection ends in exactly one of these.
 public enum WebSocketEnd: Sendable, Equatable {
-    /// Close handshake completed with 1000/1001 (or no code).
+    /// Close handshake completed with 1000/1001 (or no code), or our own close went unanswered.
     case closedCleanly(code: UInt16?)
+    /// The server closed with 1012 (service restart): its choice, not an error.
+    case closedByServer(code: UInt16)
     /// The peer closed with another code.
     case closedWithError(code: UInt16?)
     /// Never opened: connect or upgrade failed.
@@ -69,9 +71,8 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
         var receiver: WebSocketReceiver
         var connectStartNs: UInt64 = 0
         var upgradeStartNs: UInt64 = 0
-        var closeSent = false
-        var peerCloseCode: UInt16? = nil
-        var failure: ErrorClass? = nil
+        /// The close handshake: what to send and how the connection counts (`WebSocketCloseHandshake`).
+        var closing = WebSocketCloseHandshake(role: .client)
         /// Request path for this connection when it differs from the endpoint's.
         var path: String? = nil
         /// When anything last arrived (dead-server detection).
@@ -111,9 +112,7 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
         guard clients[client].state == .idle || clients[client].state == .ended else { return }
         clients[client].path = path
         clients[client].epoch &+= 1
-        clients[client].closeSent = false
-        clients[client].peerCloseCode = nil
-        clients[client].failure = nil
+        clients[client].closing = WebSocketCloseHandshake(role: .client)
         clients[client].receiver = WebSocketReceiver(role: .client, maxMessageBytes: endpoint.maxMessageBytes)
         metrics.count(.connectAttempts)
         let source = endpoint.sourceAddresses.isEmpty ? nil : endpoint.sourceAddresses[client % endpoint.sourceAddresses.count]
@@ -156,9 +155,7 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
             loop.close(clients[client].connection)
             end(client, .connectFailed(.interrupted))
         case .open:
-            sendClose(client, code: code)
-            clients[client].state = .closing
-            scheduleInternal(.closeTimeout, client: client, at: EventLoop.now() + endpoint.closeTimeoutNs)
+            carryOut(client, clients[client].closing.sending(code: code))
         }
     }
 
@@ -209,11 +206,22 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
         loop.schedule(at: deadline, token: token)
     }
 
-    func sendClose(_ client: Int, code: UInt16) {
-        guard !clients[client].closeSent else { return }
-        clients[client].closeSent = true
-        var be = code.bigEndian
-        withUnsafeBytes(of: &be) { send(client, opcode: .close, payload: $0) }
+    /// Carries out a step of the close handshake: its Close frame, then what it says about TCP,
+    /// under the close timeout (the wait is ours to bound, §7.1.1).
+    func carryOut(_ client: Int, _ step: WebSocketCloseHandshake.Step) {
+        let id = clients[client].connection
+        let queued = loop.writeMaskedClose(id, step, key: UInt32(truncatingIfNeeded: random.next()))
+        metrics.count(.bytesSent, UInt64(queued))
+        switch step.transport {
+        case .unchanged:
+            return
+        case .awaitClose:
+            break
+        case .awaitFIN, .close:  // a client never closes TCP first (`.close` is the server's)
+            loop.shutdownWriteAfterFlush(id)
+        }
+        clients[client].state = .closing
+        scheduleInternal(.closeTimeout, client: client, at: EventLoop.now() + endpoint.closeTimeoutNs)
     }
 
     func end(_ client: Int, _ outcome: WebSocketEnd) {
@@ -233,25 +241,15 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
             metrics.error(e)
         case .closedWithError:
             metrics.error(.closedWithError)
-        case .closedCleanly:
+        case .closedCleanly, .closedByServer:
             break
         }
         application.webSocketEnded(client: client, end: outcome)
     }
 
-    /// Fails an open connection: send the close code the failure calls for, then drop TCP.
+    /// Fails an open connection (§7.1.7): the close code the failure calls for, then TCP goes.
     func fail(_ client: Int, _ failure: WebSocketFailure) {
-        let cls: ErrorClass = switch failure {
-        case .protocolError: .protocolError
-        case .invalidUTF8: .invalidUTF8
-        case .messageTooBig: .messageTooBig
-        }
-        sendClose(client, code: failure.closeCode)
-        clients[client].failure = cls
-        clients[client].state = .closing
-        // §7.1.7: after failing, the client may close TCP; waiting briefly lets the close frame reach the peer.
-        loop.shutdownWriteAfterFlush(clients[client].connection)
-        scheduleInternal(.closeTimeout, client: client, at: EventLoop.now() + endpoint.closeTimeoutNs)
+        carryOut(client, clients[client].closing.failed(failure))
     }
 
     // MARK: EventLoopHandler
@@ -337,18 +335,7 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
             case .pong(let range):
                 application.webSocketPong(client: c, payload: UnsafeRawBufferPointer(rebasing: rest[range]))
             case .close(let code, _):
-                clients[c].peerCloseCode = code
-                if !clients[c].closeSent {
-                    // Echo the peer's code (§5.5.1); a close without a code is answered with an empty close.
-                    if let code { sendClose(c, code: code) } else {
-                        clients[c].closeSent = true
-                        send(c, opcode: .close, payload: UnsafeRawBufferPointer(start: nil, count: 0))
-                    }
-                }
-                if clients[c].state == .open { clients[c].state = .closing }
-                // The server closes TCP first (§7.1.1); we stop writing and wait for its FIN.
-                loop.shutdownWriteAfterFlush(id)
-                scheduleInternal(.closeTimeout, client: c, at: EventLoop.now() + endpoint.closeTimeoutNs)
+                carryOut(c, clients[c].closing.received(code: code))
                 return buffer.count
             case .fail(let failure):
                 fail(c, failure)
@@ -375,14 +362,12 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
     }
 
     func finishClosing(_ c: Int) {
-        if let failure = clients[c].failure {
-            end(c, .failed(failure))
-        } else if clients[c].peerCloseCode == nil && !clients[c].closeSent {
-            end(c, .failed(.unexpectedEOF))
-        } else if let code = clients[c].peerCloseCode, code != 1000 && code != 1001 {
-            end(c, .closedWithError(code: code))
-        } else {
-            end(c, .closedCleanly(code: clients[c].peerCloseCode))
+        switch clients[c].closing.outcome {
+        case .failed(let failure): end(c, .failed(ErrorClass(failure)))
+        case .abnormal: end(c, .failed(.unexpectedEOF))
+        case .clean(let code): end(c, .closedCleanly(code: code))
+        case .closedByServer(let code): end(c, .closedByServer(code: code))
+        case .error(let code): end(c, .closedWithError(code: code))
         }
     }
 
@@ -411,6 +396,17 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
             finishClosing(c)
         case .application:
             break
+        }
+    }
+}
+
+extension ErrorClass {
+    /// How a failed WebSocket connection counts (the close code is `WebSocketFailure.closeCode`).
+    init(_ failure: WebSocketFailure) {
+        switch failure {
+        case .protocolError: self = .protocolError
+        case .invalidUTF8: self = .invalidUTF8
+        case .messageTooBig: self = .messageTooBig
         }
     }
 }
