@@ -87,6 +87,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         /// SSE body bytes not yet consumed by the event parser.
         var sseBytes: [UInt8] = []
         var receiver = WebSocketReceiver(role: .client, maxMessageBytes: 1)
+        var closeHandshake = WebSocketCloseHandshake(role: .client)
         var wsKey = ""
         var sideBody: [UInt8] = []
         var sideStatus = 0
@@ -453,6 +454,18 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         clients[k].main = ConnectionID(index: .max, generation: 0)
     }
 
+    /// Forgets the main connection and lets the loop close it once its output (a Close) is written.
+    func closeMainAfterFlush(_ k: Int) {
+        if clients[k].mainState != .none { loop.closeAfterFlush(clients[k].main) }
+        clients[k].mainState = .none
+        clients[k].main = ConnectionID(index: .max, generation: 0)
+    }
+
+    /// Writes the WebSocket Close frame a close-handshake step calls for, if any.
+    func writeClose(_ k: Int, _ step: WebSocketCloseHandshake.Step) {
+        loop.writeMaskedClose(clients[k].main, step, key: UInt32(truncatingIfNeeded: random.next()))
+    }
+
     func closeSide(_ k: Int) {
         if clients[k].sideState != .none { loop.close(clients[k].side) }
         clients[k].sideState = .none
@@ -581,6 +594,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         case .webSockets:
             clients[k].mainState = .wsUpgrade
             clients[k].receiver = WebSocketReceiver(role: .client, maxMessageBytes: plan.maxMessageBytes)
+            clients[k].closeHandshake = WebSocketCloseHandshake(role: .client)
             let key = WebSocketHandshake.makeKey(using: &random)
             clients[k].wsKey = key
             var headers: [(String, String)] = []
@@ -1266,13 +1280,17 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         }
     }
 
-    /// A client-side leave: a Close message, then the main transport goes (after the Close is
-    /// flushed, on WebSockets). The caller decides what the client does next.
+    /// A client-side leave: a Close message, then the main transport goes (on WebSockets after a
+    /// Close frame, once both are flushed; the leaving user does not wait for the answer). The
+    /// caller decides what the client does next.
     func leaveWithClose(_ k: Int) {
         sendHub(k, numbered: false) { out in Codec.writeClose(into: out, error: nil, allowReconnect: false) }
-        if clients[k].transport == .webSockets { loop.closeAfterFlush(clients[k].main) } else { loop.close(clients[k].main) }
-        clients[k].mainState = .none
-        clients[k].main = ConnectionID(index: .max, generation: 0)
+        if clients[k].transport == .webSockets {
+            if clients[k].mainState == .wsOpen { writeClose(k, clients[k].closeHandshake.sending(code: 1000)) }
+            closeMainAfterFlush(k)
+        } else {
+            closeMain(k)
+        }
     }
 
     /// Churn: up to `count` connected clients with nothing in flight leave (a Close message,
@@ -1310,10 +1328,8 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         }
         switch clients[k].transport {
         case .webSockets where clients[k].mainState == .wsOpen:
-            var code = UInt16(1000).bigEndian
-            _ = withUnsafeBytes(of: &code) { codeBytes in
-                loop.writeMaskedFrame(clients[k].main, opcode: .close, payload: codeBytes, key: UInt32(truncatingIfNeeded: random.next()))
-            }
+            // Our Close; keep reading for the answer, bounded by the close timeout below.
+            writeClose(k, clients[k].closeHandshake.sending(code: 1000))
             loop.shutdownWriteAfterFlush(clients[k].main)
         case .longPolling where clients[k].sideState == .idle:
             clients[k].sideState = .delete
@@ -1460,12 +1476,19 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
                 loop.writeMaskedFrame(id, opcode: .pong, payload: UnsafeRawBufferPointer(rebasing: rest[range]),
                                       key: UInt32(truncatingIfNeeded: random.next()))
             case .close(let code, _):
-                if clients[k].phase == .closing { closeMain(k); closeSide(k); setPhase(k, .ended); return buffer.count }
-                if let code, code != 1000 { metrics.error(.closedWithError) }
+                // Answer the server's Close (or take its answer to ours), then close once the answer is
+                // written: the client may close rather than wait for the server's FIN (RFC 6455 §7.1.1),
+                // and this one moves on at once, to reconnect or to end.
+                writeClose(k, clients[k].closeHandshake.received(code: code))
+                closeMainAfterFlush(k)
+                if clients[k].phase == .closing { closeSide(k); setPhase(k, .ended); return buffer.count }
+                if case .error = clients[k].closeHandshake.outcome { metrics.error(.closedWithError) }
                 drop(k, reason: nil)
                 return buffer.count
             case .fail(let f):
-                fail(k, f == .invalidUTF8 ? .invalidUTF8 : f == .messageTooBig ? .messageTooBig : .protocolError)
+                writeClose(k, clients[k].closeHandshake.failed(f))  // §7.1.7: the failure's code, then TCP goes
+                closeMainAfterFlush(k)
+                fail(k, ErrorClass(f))
                 return buffer.count
             }
             offset += consumed
