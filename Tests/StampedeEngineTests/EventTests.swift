@@ -87,6 +87,9 @@ struct EventTests {
         let event = try #require(o.summary.storms.first)
         #expect(event.kind == "server" && event.mode == "drop close" && event.faultError == nil)
         #expect(event.affected == 12 && event.recovered == 12)
+        // The drop's 1012 "service restart" is the server's choice: neither a protocol error nor an error close.
+        #expect(o.summary.errors["protocol_error"] == 0 && o.summary.errors["closed_with_error"] == 0,
+                "\(o.summary.errors.filter { $0.value > 0 })")
         #expect(o.summary.messages.accountingClosed)
         #expect(event.connectPhaseMicros?["ws_upgrade"]?.during?.count ?? 0 >= 12, "the reconnects are in the event's window")
         #expect(event.connectPhaseMicros?["ws_upgrade"]?.baseline?.count == 12, "the ramp-up is the baseline")
