@@ -5,32 +5,6 @@ import Glibc
 #endif
 import Foundation
 
-/// Identifies a connection slot. The generation changes every time a slot is reused, so an
-/// event or timer meant for a closed connection is recognised and dropped.
-public struct ConnectionID: Hashable, Sendable, CustomStringConvertible {
-    public let index: UInt32
-    public let generation: UInt32
-    @inlinable public init(index: UInt32, generation: UInt32) { self.index = index; self.generation = generation }
-    @inlinable public init(packed: UInt64) { index = UInt32(truncatingIfNeeded: packed); generation = UInt32(truncatingIfNeeded: packed >> 32) }
-    @inlinable public var packed: UInt64 { UInt64(generation) << 32 | UInt64(index) }
-    public var description: String { "#\(index).\(generation)" }
-}
-
-/// Why the loop closed a connection on its own.
-public enum CloseReason: Sendable, Equatable {
-    /// The peer closed its side (read returned 0).
-    case endOfFile
-    /// ECONNRESET / EPIPE.
-    case reset
-    /// Any other socket error, or epoll refusing to register or update the connection: its errno.
-    case error(Int32)
-    /// Its output passed `ConnectionLimits.maxQueuedBytes`, or the peer accepted none of it for
-    /// `ConnectionLimits.sendTimeoutNs` (see `EventLoop.limits`).
-    case slowConsumer
-    /// The deadline set with `setDeadline(_:at:tag:)` passed; `tag` is the one given there.
-    case timedOut(tag: UInt8)
-}
-
 /// Limits a server's loop puts on every connection so that no client, however it behaves, makes
 /// the process buffer without bound (see `EventLoop.limits`).
 ///
@@ -55,83 +29,6 @@ public struct ConnectionLimits: Sendable, Equatable {
         self.sendTimeoutNs = sendTimeoutNs
         self.sweepIntervalNs = max(1_000_000, sweepIntervalNs)
     }
-}
-
-/// A loopback address to connect to or listen on.
-public enum SocketAddress: Sendable, Equatable, CustomStringConvertible {
-    /// IPv4 address in host byte order.
-    case ipv4(UInt32, port: UInt16)
-    case ipv6Loopback(port: UInt16)
-
-    /// Parses a dotted IPv4 literal, `localhost`, or `::1`.
-    public init?(host: String, port: Int) {
-        guard (0...65535).contains(port) else { return nil }
-        if host == "localhost" { self = .ipv4(0x7F00_0001, port: UInt16(port)); return }
-        if host == "::1" || host == "[::1]" { self = .ipv6Loopback(port: UInt16(port)); return }
-        guard let a = parseIPv4(host) else { return nil }
-        self = .ipv4(a, port: UInt16(port))
-    }
-
-    /// 127.0.0.0/8 or ::1: the only destinations Stampede sends load to.
-    public var isLoopback: Bool {
-        switch self {
-        case .ipv4(let a, _): a >> 24 == 127
-        case .ipv6Loopback: true
-        }
-    }
-
-    public var port: UInt16 {
-        switch self { case .ipv4(_, let p), .ipv6Loopback(let p): p }
-    }
-
-    public var description: String {
-        switch self {
-        case .ipv4(let a, let p): "\(a >> 24).\((a >> 16) & 255).\((a >> 8) & 255).\(a & 255):\(p)"
-        case .ipv6Loopback(let p): "[::1]:\(p)"
-        }
-    }
-}
-
-/// Parses a dotted quad "a.b.c.d" (four parts of 1 to 3 ASCII digits, each 0 to 255) into a
-/// host-order UInt32: the one IPv4 parser of the loop, the engine and the command line.
-///
-/// A part with a leading zero ("012", "0127") is refused: C's inet_aton (so ping, curl) and
-/// WHATWG URL parsing read it as octal (012 = 10), people and many libraries as decimal (12), so
-/// the address it names depends on who reads it. Signs ("+1") and inet_aton's short forms ("127.1") are refused for the same
-/// reason. The scenario loader's private parser applies the same rule.
-public func parseIPv4(_ s: String) -> UInt32? {
-    var v: UInt32 = 0
-    var parts = 0
-    for part in s.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false) {
-        parts += 1
-        guard parts <= 4, (1...3).contains(part.count), part.count == 1 || part.first != UInt8(ascii: "0") else { return nil }
-        var n: UInt32 = 0
-        for c in part {
-            guard c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9") else { return nil }
-            n = n * 10 + UInt32(c - UInt8(ascii: "0"))
-        }
-        guard n <= 255 else { return nil }
-        v = v << 8 | n
-    }
-    return parts == 4 ? v : nil
-}
-
-/// What the loop tells the code that owns its connections (a workload or a server).
-/// Every callback runs on the loop's thread.
-public protocol EventLoopHandler: AnyObject {
-    /// A non-blocking connect finished: `error` is 0 on success, else an errno (ETIMEDOUT after the connect timeout).
-    func connectCompleted(_ id: ConnectionID, error: Int32, loop: EventLoop)
-    /// A listener accepted `id`.
-    func accepted(_ id: ConnectionID, listener: ConnectionID, loop: EventLoop)
-    /// Input arrived. Return how many bytes at the start of `buffer` were used; the rest is kept and
-    /// offered again, in front of the next input. `buffer` may be modified in place (unmasking).
-    func received(_ id: ConnectionID, buffer: UnsafeMutableRawBufferPointer, loop: EventLoop) -> Int
-    /// The loop closed the connection because of the peer or an error (not after `close(_:)`).
-    func closed(_ id: ConnectionID, reason: CloseReason, loop: EventLoop)
-    /// The write queue fell below the low-water mark after having passed the high-water mark.
-    func writable(_ id: ConnectionID, loop: EventLoop)
-    /// A timer scheduled with `schedule(at:token:)` is due.
-    func timerFired(token: UInt64, deadline: UInt64, loop: EventLoop)
 }
 
 /// One epoll event loop on its own thread, owning every connection it creates.
@@ -929,52 +826,4 @@ public struct LoopError: Error, Sendable, CustomStringConvertible {
     public var errno: Int32
     public init(operation: String, errno: Int32) { self.operation = operation; self.errno = errno }
     public var description: String { "\(operation): \(errnoDescription(errno))" }
-}
-
-/// A binary min-heap of (deadline, token), FIFO among equal deadlines. Holds 100,000 timers
-/// in 2.4 MB with O(log n) push and pop and no per-timer allocation.
-struct TimerHeap {
-    struct Entry { var deadline: UInt64; var sequence: UInt64; var token: UInt64 }
-    var entries: [Entry] = []
-    var nextSequence: UInt64 = 0
-
-    var count: Int { entries.count }
-
-    @inline(__always) static func less(_ a: Entry, _ b: Entry) -> Bool {
-        a.deadline < b.deadline || (a.deadline == b.deadline && a.sequence < b.sequence)
-    }
-
-    func peekDeadline() -> UInt64? { entries.first?.deadline }
-
-    mutating func push(deadline: UInt64, token: UInt64) {
-        nextSequence &+= 1
-        entries.append(Entry(deadline: deadline, sequence: nextSequence, token: token))
-        var i = entries.count - 1
-        while i > 0 {
-            let parent = (i - 1) / 2
-            if !Self.less(entries[i], entries[parent]) { break }
-            entries.swapAt(i, parent)
-            i = parent
-        }
-    }
-
-    mutating func pop() -> Entry {
-        let top = entries[0]
-        let last = entries.removeLast()
-        if !entries.isEmpty {
-            entries[0] = last
-            var i = 0
-            let n = entries.count
-            while true {
-                let l = 2 * i + 1, r = l + 1
-                var m = i
-                if l < n && Self.less(entries[l], entries[m]) { m = l }
-                if r < n && Self.less(entries[r], entries[m]) { m = r }
-                if m == i { break }
-                entries.swapAt(i, m)
-                i = m
-            }
-        }
-        return top
-    }
 }
