@@ -1,0 +1,210 @@
+import CStampedeLinux
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension EventLoop {
+    // MARK: Slots
+
+    func allocateSlot(fd: Int32, state: Slot.State) -> ConnectionID {
+        let index: UInt32
+        if let free = freeSlots.popLast() {
+            index = free
+        } else {
+            index = UInt32(slots.count)
+            slots.append(Slot())
+        }
+        slots[Int(index)].fd = fd
+        slots[Int(index)].state = state
+        liveSlots += 1
+        return ConnectionID(index: index, generation: slots[Int(index)].generation)
+    }
+
+    func releaseSlot(_ index: Int) {
+        var s = slots[index]
+        queuedBytes -= s.out?.count ?? 0
+        s.out?.clear(); s.out?.shrinkIfIdle(limit: 16 * 1024)
+        s.pending?.clear(); s.pending?.shrinkIfIdle(limit: 16 * 1024)
+        s.fd = -1
+        s.state = .free
+        s.generation &+= 1
+        s.pollingOut = false
+        s.backedUp = false
+        s.closeWhenFlushed = false
+        s.shutdownWhenFlushed = false
+        s.readPaused = false
+        s.throttled = false
+        s.overLimit = false
+        s.deadline = .max
+        s.deadlineTag = 0
+        s.registrationErrno = 0
+        // `dirty` stays set if queued; flushDirty skips free slots and clears it.
+        slots[index] = s
+        freeSlots.append(UInt32(index))
+        liveSlots -= 1
+    }
+
+    @inline(__always)
+    func slotIndex(_ id: ConnectionID) -> Int? {
+        let i = Int(id.index)
+        guard i < slots.count, slots[i].generation == id.generation, slots[i].state != .free else { return nil }
+        return i
+    }
+
+    /// Whether `id` still names a live connection.
+    public func isAlive(_ id: ConnectionID) -> Bool { slotIndex(id) != nil }
+
+    /// Number of slots ever created (the dense table's size).
+    public var slotCapacity: Int { slots.count }
+
+    // MARK: Connections
+
+    /// Starts a non-blocking connect. Returns the connection, or the errno of an immediate failure
+    /// (EMFILE, EADDRNOTAVAIL, ECONNREFUSED …). Completion comes through `connectCompleted`.
+    public func connect(to address: SocketAddress, from source: UInt32? = nil, timeoutNs: UInt64) -> Result<ConnectionID, LoopError> {
+        let family: Int32 = { if case .ipv6Loopback = address { return AF_INET6 } else { return AF_INET } }()
+        let fd = cs_socket_tcp(family)
+        guard fd >= 0 else { return .failure(LoopError(operation: "socket", errno: cs_errno())) }
+        // Socket options are best effort: without TCP_NODELAY small frames wait for Nagle, and
+        // without IP_BIND_ADDRESS_NO_PORT the bind below reserves a port; both still work.
+        _ = cs_set_int_option(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+        if let src = source, case .ipv4 = address {
+            // Port 0 with IP_BIND_ADDRESS_NO_PORT lets the kernel pick the port at connect time per
+            // (source, destination) pair instead of reserving one per source address.
+            _ = cs_set_int_option(fd, Int32(IPPROTO_IP), 24 /* IP_BIND_ADDRESS_NO_PORT */, 1)
+            if cs_bind_ipv4(fd, src.bigEndian, 0) != 0 {
+                let e = cs_errno(); Glibc.close(fd)
+                return .failure(LoopError(operation: "bind", errno: e))
+            }
+        }
+        let r: IOResult
+        switch address {
+        case .ipv4(let a, let port): r = syscall { Int(cs_connect_ipv4(fd, a.bigEndian, port)) }
+        case .ipv6Loopback(let port): r = syscall { Int(cs_connect_ipv6_loopback(fd, port)) }
+        }
+        switch r {
+        case .failed(let e):
+            Glibc.close(fd)
+            return .failure(LoopError(operation: "connect", errno: e))
+        case .done, .wouldBlock:
+            let id = allocateSlot(fd: fd, state: .connecting)
+            slots[Int(id.index)].pollingOut = true
+            let epfd = epfd
+            let e = syscallStatus { cs_epoll_ctl(epfd, EPOLL_CTL_ADD, fd, EPOLLOUT.rawValue | EPOLLIN.rawValue, id.packed) }
+            guard e == 0 else {
+                Glibc.close(fd); releaseSlot(Int(id.index))
+                return .failure(LoopError(operation: "epoll_ctl", errno: e))
+            }
+            schedule(at: Self.now() + timeoutNs, token: Self.internalTimerBit | id.packed)
+            return .success(id)
+        }
+    }
+
+    func connectTimedOut(_ id: ConnectionID) {
+        guard let i = slotIndex(id), slots[i].state == .connecting else { return }
+        Glibc.close(slots[i].fd)
+        releaseSlot(i)
+        handler.connectCompleted(id, error: ETIMEDOUT, loop: self)
+    }
+
+    /// Listens on a loopback address; returns the listener and the bound port (for port 0).
+    public func listen(on address: SocketAddress, backlog: Int32 = 4096) -> Result<(ConnectionID, UInt16), LoopError> {
+        let family: Int32 = { if case .ipv6Loopback = address { return AF_INET6 } else { return AF_INET } }()
+        let fd = cs_socket_tcp(family)
+        guard fd >= 0 else { return .failure(LoopError(operation: "socket", errno: cs_errno())) }
+        _ = cs_set_int_option(fd, SOL_SOCKET, SO_REUSEADDR, 1)  // best effort: bind reports the outcome
+        let bound: Int32
+        switch address {
+        case .ipv4(let a, let port): bound = cs_bind_ipv4(fd, a.bigEndian, port)
+        case .ipv6Loopback: Glibc.close(fd); return .failure(LoopError(operation: "listen on ::1 (not supported yet)", errno: EAFNOSUPPORT))
+        }
+        guard bound == 0 else { let e = cs_errno(); Glibc.close(fd); return .failure(LoopError(operation: "bind \(address)", errno: e)) }
+        guard Glibc.listen(fd, backlog) == 0 else { let e = cs_errno(); Glibc.close(fd); return .failure(LoopError(operation: "listen", errno: e)) }
+        let port = UInt16(cs_local_port(fd))
+        let id = allocateSlot(fd: fd, state: .listener)
+        let epfd = epfd
+        let e = syscallStatus { cs_epoll_ctl(epfd, EPOLL_CTL_ADD, fd, EPOLLIN.rawValue, id.packed) }
+        guard e == 0 else {
+            Glibc.close(fd); releaseSlot(Int(id.index))
+            return .failure(LoopError(operation: "epoll_ctl", errno: e))
+        }
+        return .success((id, port))
+    }
+
+    func acceptAll(_ i: Int, listener: ConnectionID) {
+        // Bounded per wake-up so a connect storm cannot starve established connections.
+        let (epfd, listenFd) = (epfd, slots[i].fd)
+        for _ in 0..<256 {
+            // EAGAIN: the backlog is empty. Other failures (EMFILE, ECONNABORTED …) end this
+            // round too; the listener stays readable and is tried again on the next wake-up.
+            guard case .done(let accepted) = syscall({ Int(cs_accept(listenFd)) }) else { return }
+            let fd = Int32(accepted)
+            _ = cs_set_int_option(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)  // best effort, as in `connect`
+            let id = allocateSlot(fd: fd, state: .stream)
+            let e = syscallStatus { cs_epoll_ctl(epfd, EPOLL_CTL_ADD, fd, EPOLLIN.rawValue | EPOLLRDHUP.rawValue, id.packed) }
+            // Not in epoll: announced all the same, then closed with `.error(e)` at the flush.
+            if e != 0 { registrationFailed(Int(id.index), errno: e) }
+            handler.accepted(id, listener: listener, loop: self)
+        }
+    }
+
+    // MARK: Epoll interest
+
+    /// Registers the slot's epoll interest from its flags: reading unless throttled, writing
+    /// while output waits for the socket; out of epoll altogether while its owner paused it.
+    func updateInterest(_ i: Int) {
+        guard !slots[i].readPaused, slots[i].state == .stream else { return }
+        let id = ConnectionID(index: UInt32(i), generation: slots[i].generation)
+        var events: UInt32 = slots[i].throttled ? 0 : EPOLLIN.rawValue | EPOLLRDHUP.rawValue
+        if slots[i].pollingOut { events |= EPOLLOUT.rawValue }
+        let (epfd, fd) = (epfd, slots[i].fd)
+        let e = syscallStatus { cs_epoll_ctl(epfd, EPOLL_CTL_MOD, fd, events, id.packed) }
+        if e != 0 { registrationFailed(i, errno: e) }
+    }
+
+    /// epoll refused to change the connection's registration, so its events no longer match
+    /// its state (it might never be read again, or spin): it is closed with `.error(errno)` when
+    /// it is next flushed, at the latest at the end of this iteration. Not here: this can run
+    /// inside a handler's `write`, and closing would call the handler back in the middle of it.
+    func registrationFailed(_ i: Int, errno e: Int32) {
+        if slots[i].registrationErrno == 0 { slots[i].registrationErrno = e }
+        markDirty(i)
+    }
+
+    // MARK: Closing
+
+    func peerClosed(_ index: Int, id: ConnectionID, reason: CloseReason) {
+        Glibc.close(slots[index].fd)
+        releaseSlot(index)
+        handler.closed(id, reason: reason, loop: self)
+    }
+
+    /// Closes now, dropping queued output; no `closed` callback. `reset` sends RST instead of FIN.
+    public func close(_ id: ConnectionID, reset: Bool = false) {
+        guard let i = slotIndex(id) else { return }
+        let fd = slots[i].fd
+        if reset { _ = cs_close_with_reset(fd) } else { Glibc.close(fd) }
+        releaseSlot(i)
+    }
+
+    /// Closes once the write queue is empty (e.g. after a WebSocket close frame); no callback.
+    public func closeAfterFlush(_ id: ConnectionID) {
+        guard let i = slotIndex(id) else { return }
+        slots[i].closeWhenFlushed = true
+        markDirty(i)
+    }
+
+    /// Sends FIN once the write queue is empty but keeps reading until the peer closes.
+    public func shutdownWriteAfterFlush(_ id: ConnectionID) {
+        guard let i = slotIndex(id) else { return }
+        slots[i].shutdownWhenFlushed = true
+        markDirty(i)
+    }
+
+    func closeAll() {
+        for i in slots.indices where slots[i].state != .free {
+            Glibc.close(slots[i].fd)
+            releaseSlot(i)
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import CStampedeLinux
+
+extension EventLoop {
+    // MARK: Timers
+
+    /// Monotonic clock, nanoseconds.
+    @inlinable public static func now() -> UInt64 { cs_monotonic_ns() }
+
+    /// Calls `handler.timerFired(token:)` at or after `deadline` (monotonic ns). Timers cannot be
+    /// cancelled: the handler recognises stale tokens (e.g. by a connection generation in them).
+    /// The top bit of `token` is reserved for the loop.
+    public func schedule(at deadline: UInt64, token: UInt64) {
+        timers.push(deadline: deadline, token: token)
+    }
+
+    public var scheduledTimers: Int { timers.count }
+
+    /// Returns the worst timer lag since the last call, and resets it.
+    public func takeMaxTimerLag() -> UInt64 {
+        defer { maxTimerLagNs = 0 }
+        return maxTimerLagNs
+    }
+
+    func armTimer() {
+        guard let next = timers.peekDeadline() else { return }
+        if next != armedDeadline {
+            armedDeadline = next
+            // A deadline already past makes timerfd fire at once, which is what we want.
+            let fd = timerfd
+            let e = syscallStatus { cs_timerfd_arm_absolute(fd, max(next, 1)) }
+            // timerfd_settime fails only for a bad fd or a malformed itimerspec (EBADF, EINVAL),
+            // never for a deadline (any UInt64 of nanoseconds is a valid one): a bug, not input.
+            precondition(e == 0, "timerfd_settime on loop \(index): \(errnoDescription(e)) (errno \(e))")
+        }
+    }
+
+    /// Fires the timers due now, at most as many as the heap held on entry (and at most
+    /// `maxTimersPerWakeup`): a handler that re-schedules into the past (catch-up, an interval of
+    /// zero) gets its timer again on the next iteration, after epoll, tasks and the stop flag,
+    /// instead of spinning here forever. Timers left due re-arm the timerfd in the past, so the
+    /// next epoll_wait returns at once.
+    func fireTimers() {
+        guard timers.count > 0 else { return }
+        let now = Self.now()
+        var budget = min(timers.count, configuration.maxTimersPerWakeup)
+        while budget > 0, let deadline = timers.peekDeadline(), deadline <= now {
+            budget -= 1
+            let entry = timers.pop()
+            let lag = now - entry.deadline
+            if lag > maxTimerLagNs { maxTimerLagNs = lag }
+            if entry.token == Self.sweepTimerToken {
+                sweep()
+            } else if entry.token & Self.internalTimerBit != 0 {
+                connectTimedOut(ConnectionID(packed: entry.token & ~Self.internalTimerBit))
+            } else {
+                handler.timerFired(token: entry.token, deadline: entry.deadline, loop: self)
+            }
+        }
+        if timers.peekDeadline() != armedDeadline { armedDeadline = .max }
+    }
+}
