@@ -25,10 +25,10 @@ public enum ScenarioProbe {
             guard line.hasPrefix("#--") else { break }
             let words = line.dropFirst().split(separator: " ", maxSplits: 1)
             let flag = String(words[0]), value = words.count > 1 ? String(words[1]) : ""
-            switch flag {
-            case "--loops": loops = value
-            case "--clients", "--duration", "--target": overrides.append(.init(flag: flag, field: String(flag.dropFirst(2)), value: value))
-            default: continue
+            if flag == "--loops" {
+                loops = value
+            } else if let o = ScenarioLoader.Override(flag: flag, value: value) {
+                overrides.append(o)
             }
         }
         return (overrides, loops)

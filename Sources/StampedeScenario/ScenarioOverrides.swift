@@ -19,6 +19,15 @@ extension ScenarioLoader {
             self.field = field
             self.value = value
         }
+
+        /// The `stampede run` flags that replace a scenario field, with the field each replaces.
+        public static let fieldsByFlag: [String: String] = ["--target": "target", "--clients": "clients", "--duration": "duration"]
+
+        /// The override a flag makes, or nil when the flag replaces no scenario field.
+        public init?(flag: String, value: String) {
+            guard let field = Self.fieldsByFlag[flag] else { return nil }
+            self.init(flag: flag, field: field, value: value)
+        }
     }
 
     /// The document with each override's field replaced, or added when the file leaves it out.

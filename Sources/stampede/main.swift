@@ -95,11 +95,9 @@ struct Run: ParsableCommand {
 
     /// The flags that replace scenario fields, checked by the loader exactly as those fields are.
     var overrides: [ScenarioLoader.Override] {
-        var list: [ScenarioLoader.Override] = []
-        if let target { list.append(.init(flag: "--target", field: "target", value: target)) }
-        if let clients { list.append(.init(flag: "--clients", field: "clients", value: clients)) }
-        if let duration { list.append(.init(flag: "--duration", field: "duration", value: duration)) }
-        return list
+        [("--target", target), ("--clients", clients), ("--duration", duration)].compactMap { flag, value in
+            value.flatMap { ScenarioLoader.Override(flag: flag, value: $0) }
+        }
     }
 
     func run() throws {
