@@ -147,12 +147,7 @@ OTHER += [(["serve", "--host", "10.0.0.1", "--max-seconds", "1"], "--host"), (["
 
 def render(base, field, value):
     fields = dict(base)
-    if field in fields and field not in ("hub", "rest"):
-        fields[field] = value
-    elif field in ("hub", "rest"):
-        fields[field] = value
-    else:
-        fields[field] = value
+    fields[field] = value  # replaces the base's value, or adds the field after the others
     return "".join("%s: %s\n" % (k, v) for k, v in fields.items())
 
 
