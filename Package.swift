@@ -5,7 +5,8 @@ import PackageDescription
 // rows), so dependencies point one way; each target declares exactly the modules it imports.
 //   stampede (CLI)
 //   StampedeEngine
-//   StampedeWorkloads, StampedeTarget, StampedeReport
+//   StampedeWorkloads, StampedeServers, StampedeReport
+//   StampedeSession (protocol sessions: pure over bytes and a clock)
 //   StampedeLoop, StampedeWire, StampedeMetrics, StampedeScenario
 //   CStampedeLinux
 // The hot paths keep their state in class properties; Swift checks every access to one for
@@ -20,6 +21,7 @@ let package = Package(
         .executable(name: "stampede", targets: ["stampede"]),
         .library(name: "StampedeWire", targets: ["StampedeWire"]),
         .library(name: "StampedeMetrics", targets: ["StampedeMetrics"]),
+        .library(name: "StampedeSession", targets: ["StampedeSession"]),
         // For the scenario fuzz target (Fuzz/scenario), a package of its own.
         .library(name: "StampedeEngine", targets: ["StampedeEngine"]),
     ],
@@ -31,19 +33,21 @@ let package = Package(
     targets: [
         .target(name: "CStampedeLinux"),
         .target(name: "StampedeWire", swiftSettings: hotPath),
+        .target(name: "StampedeSession", dependencies: ["StampedeWire"], swiftSettings: hotPath),
         .target(name: "StampedeLoop", dependencies: ["CStampedeLinux"], swiftSettings: hotPath),
         .target(name: "StampedeMetrics", dependencies: [.product(name: "Histogram", package: "hdrhistogram-swift")]),
         .target(name: "StampedeScenario", dependencies: ["Yams"]),
-        .target(name: "StampedeWorkloads", dependencies: ["StampedeLoop", "StampedeWire", "StampedeMetrics", "StampedeScenario", "CStampedeLinux"], swiftSettings: hotPath),
-        .target(name: "StampedeTarget", dependencies: ["StampedeLoop", "StampedeWire", "CStampedeLinux"], swiftSettings: hotPath),
+        .target(name: "StampedeWorkloads", dependencies: ["StampedeLoop", "StampedeSession", "StampedeWire", "StampedeMetrics", "StampedeScenario", "CStampedeLinux"], swiftSettings: hotPath),
+        .target(name: "StampedeServers", dependencies: ["StampedeLoop", "StampedeSession", "StampedeWire", "CStampedeLinux"], swiftSettings: hotPath),
         .target(name: "StampedeReport", dependencies: ["StampedeMetrics", "StampedeScenario"]),
-        .target(name: "StampedeEngine", dependencies: ["StampedeWorkloads", "StampedeTarget", "StampedeReport", "StampedeScenario", "StampedeMetrics", "StampedeLoop", "StampedeWire", "CStampedeLinux"]),
-        .executableTarget(name: "stampede", dependencies: ["StampedeEngine", "StampedeTarget", "StampedeReport", "StampedeScenario", "StampedeLoop", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .target(name: "StampedeEngine", dependencies: ["StampedeWorkloads", "StampedeServers", "StampedeReport", "StampedeScenario", "StampedeMetrics", "StampedeLoop", "StampedeWire", "CStampedeLinux"]),
+        .executableTarget(name: "stampede", dependencies: ["StampedeEngine", "StampedeServers", "StampedeReport", "StampedeScenario", "StampedeLoop", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .testTarget(name: "StampedeWireTests", dependencies: ["StampedeWire"]),
+        .testTarget(name: "StampedeSessionTests", dependencies: ["StampedeSession", "StampedeWire"]),
         .testTarget(name: "StampedeLoopTests", dependencies: ["StampedeLoop", "CStampedeLinux"]),
         .testTarget(name: "StampedeMetricsTests", dependencies: ["StampedeMetrics"]),
         .testTarget(name: "StampedeScenarioTests", dependencies: ["StampedeScenario"]),
         .testTarget(name: "StampedeReportTests", dependencies: ["StampedeReport", "StampedeMetrics", "StampedeScenario"]),
-        .testTarget(name: "StampedeEngineTests", dependencies: ["StampedeEngine", "StampedeWorkloads", "StampedeTarget", "StampedeReport", "StampedeLoop", "StampedeScenario", "StampedeMetrics"]),
+        .testTarget(name: "StampedeEngineTests", dependencies: ["StampedeEngine", "StampedeWorkloads", "StampedeServers", "StampedeReport", "StampedeLoop", "StampedeScenario", "StampedeMetrics"]),
     ]
 )

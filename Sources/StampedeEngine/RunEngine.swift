@@ -4,7 +4,7 @@ import StampedeLoop
 import StampedeMetrics
 import StampedeReport
 import StampedeScenario
-import StampedeTarget
+import StampedeServers
 import StampedeWire
 import StampedeWorkloads
 import Synchronization

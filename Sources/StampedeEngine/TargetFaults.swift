@@ -2,7 +2,7 @@ import CStampedeLinux
 import Foundation
 import StampedeLoop
 import StampedeScenario
-import StampedeTarget
+import StampedeServers
 import Synchronization
 
 extension TargetFault {

@@ -4,7 +4,7 @@ import StampedeEngine
 import StampedeLoop
 import StampedeReport
 import StampedeScenario
-import StampedeTarget
+import StampedeServers
 #if canImport(Glibc)
 import Glibc
 #endif

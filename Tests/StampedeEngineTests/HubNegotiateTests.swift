@@ -2,7 +2,7 @@ import Foundation
 import StampedeEngine
 import StampedeLoop
 import StampedeScenario
-import StampedeTarget
+import StampedeServers
 import Testing
 
 /// Negotiate redirects (url + accessToken) and bearer tokens, against a Python redirecting

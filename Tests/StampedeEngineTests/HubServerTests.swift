@@ -1,12 +1,12 @@
 import Foundation
 import StampedeLoop
-import StampedeTarget
+import StampedeServers
 import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
 
-// The reference SignalR hub server (StampedeTarget/HubServer.swift): third-party clients over
+// The reference SignalR hub server (StampedeServers/HubServer.swift): third-party clients over
 // every transport and protocol they support, then raw bytes for the rules clients rarely hit.
 
 // MARK: - Third-party clients

@@ -3,7 +3,7 @@ import StampedeEngine
 import StampedeLoop
 import StampedeReport
 import StampedeScenario
-import StampedeTarget
+import StampedeServers
 import Testing
 
 /// Stampede against third-party WebSocket code, both ways, on 127.0.0.1. The peers install

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import StampedeLoop
-import StampedeTarget
+import StampedeServers
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import StampedeTarget
+@testable import StampedeServers
 
 // The admin endpoint's queries are strict (issue 10): seconds are plain decimals from 1 ms to
 // 3600 s, mode is exactly reset or close, and unknown or repeated keys are refused, each with

@@ -1,6 +1,6 @@
 import Foundation
 import StampedeLoop
-import StampedeTarget
+import StampedeServers
 import Testing
 #if canImport(Glibc)
 import Glibc
