@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Builds the StampedeWire libFuzzer binary: Sources/StampedeWire and Fuzz/*.swift compiled as
-# one module with -sanitize=fuzzer,address, then one symlink per target (the binary picks its
-# target from the name it runs under; see Fuzz/FuzzMain.swift).
+# Builds the libFuzzer binary of the codecs and sessions: Sources/StampedeWire,
+# Sources/StampedeSession and Fuzz/*.swift compiled as one module with -sanitize=fuzzer,address,
+# then one symlink per target (the binary picks its target from the name it runs under; see
+# Fuzz/FuzzMain.swift). The session files' `import StampedeWire` is dropped in a copy under the
+# output folder, since here both layers are one module.
 #
 #   Fuzz/build.sh            # -> .build-fuzz/fuzz-<target>
 #
@@ -17,10 +19,14 @@ targets=(websocket json-hub msgpack-hub sse http-response http-request)
 flags=(-O -gline-tables-only -use-ld=lld -swift-version 6 -sanitize=fuzzer,address -parse-as-library -module-name StampedeFuzz)
 
 cd "$root"
-mapfile -t sources < <({ find Sources/StampedeWire -name '*.swift'; find Fuzz -maxdepth 1 -name '*.swift'; } | LC_ALL=C sort)
-stamp="$({ "$swiftc" --version 2>&1; echo "${flags[*]}"; for f in "${sources[@]}"; do echo "== $f"; cat "$f"; done; } | sha256sum | cut -d' ' -f1)"
-
 mkdir -p "$out"
+rm -rf "$out/session-sources" && mkdir -p "$out/session-sources"
+while IFS= read -r f; do
+    grep -v '^import StampedeWire$' "$f" > "$out/session-sources/$(basename "$f")"
+done < <(find Sources/StampedeSession -name '*.swift')
+mapfile -t sources < <({ find Sources/StampedeWire -name '*.swift'; find "$out/session-sources" -name '*.swift'; find Fuzz -maxdepth 1 -name '*.swift'; } | LC_ALL=C sort)
+stamp="$({ "$swiftc" --version 2>&1; echo "${flags[*]}"; for f in "${sources[@]}"; do echo "== ${f#"$out"/}"; cat "$f"; done; } | sha256sum | cut -d' ' -f1)"
+
 if [[ -x "$out/stampede-fuzz" && -f "$out/stamp" && "$(cat "$out/stamp")" == "$stamp" ]]; then
     echo "fuzz binary up to date: $out/stampede-fuzz"
 else
