@@ -1,4 +1,5 @@
 import StampedeLoop
+import StampedeSession
 import StampedeWire
 
 /// A Close hub message to send before ending a connection.
