@@ -252,3 +252,23 @@ requests = {
 }
 for name, s in requests.items():
     write("http-request", name, s)
+
+# --- HTTP client exchange (keep-alive sequences, head facts, event streams) ---------------------
+
+exchanges = {
+    "keep-alive-sequence": "HTTP/1.1 200 OK\r\nETag: \"v1\"\r\nContent-Length: 5\r\n\r\nhello"
+                           "HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\n\r\n"
+                           "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+                           "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 1\r\n\r\nz",
+    "rate-limited": "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1.5\r\nX-RateLimit-Remaining: 0\r\nContent-Length: 0\r\n\r\n"
+                    "HTTP/1.1 503 Service Unavailable\r\nRetry-After: Fri, 31 Dec 1999 23:59:59 GMT\r\nContent-Length: 2\r\n\r\n{}",
+    "redirect": "HTTP/1.1 302 Found\r\nLocation: /next\r\nX-W: 12.5\r\nContent-Length: 0\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+    "event-stream": "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    "5\r\n:\r\n\r\n\r\n9\r\ndata: spl\r\n8\r\nit\r\n\r\nda\r\n11\r\nta: a\ndata: b\n\nid\r\n4\r\n: 7\n\r\n",
+    "until-close": "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{\"negotiateVersion\":1}",
+    "interim-then-final": "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n",
+    "truncated": "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhalf",
+    "bad-chunk": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+}
+for name, s in exchanges.items():
+    write("http-exchange", name, s)

@@ -35,6 +35,7 @@ let benchmarks: @Sendable () -> Void = {
     frameBenchmarks()
     hubBenchmarks()
     httpBenchmarks()
+    httpSessionBenchmarks()
     histogramBenchmarks()
     referenceBenchmarks()
 }
