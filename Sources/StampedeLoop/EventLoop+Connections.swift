@@ -95,7 +95,7 @@ extension EventLoop {
                 Glibc.close(fd); releaseSlot(Int(id.index))
                 return .failure(LoopError(operation: "epoll_ctl", errno: e))
             }
-            schedule(at: Self.now() + timeoutNs, token: Self.internalTimerBit | id.packed)
+            timers.push(deadline: Self.now() + timeoutNs, token: TimerToken(layer: .loop, LoopTimer.connectTimeout, slot: Int(id.index), epoch: id.generation))
             return .success(id)
         }
     }
