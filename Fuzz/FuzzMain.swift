@@ -21,6 +21,7 @@ enum FuzzTarget: String, CaseIterable {
     case httpResponse = "http-response"
     case httpRequest = "http-request"
     case httpExchange = "http-exchange"
+    case hubSession = "hub-session"
 
     func run(_ data: UnsafeRawBufferPointer) {
         switch self {
@@ -31,6 +32,7 @@ enum FuzzTarget: String, CaseIterable {
         case .httpResponse: fuzzHTTPResponse(data)
         case .httpRequest: fuzzHTTPRequest(data)
         case .httpExchange: fuzzHTTPExchange(data)
+        case .hubSession: fuzzHubSession(data)
         }
     }
 }

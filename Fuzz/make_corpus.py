@@ -272,3 +272,32 @@ exchanges = {
 }
 for name, s in exchanges.items():
     write("http-exchange", name, s)
+# --- Hub protocol session (first byte: bit 0 MessagePack, bit 1 stateful, bit 2 small message
+# limit, bit 3 small replay cap; the rest is what the server sends) ---------------------------
+
+def rec(*texts):
+    return b"".join(t.encode() + b"\x1e" for t in texts)
+
+J_OK = b"{}\x1e"
+J_CMP = '{"type":3,"invocationId":"1"}'
+hub_session = {
+    "json-basic": b"\x00" + J_OK + rec('{"type":1,"invocationId":"0","target":"Send","arguments":["hi",42]}', J_CMP,
+                                        '{"type":2,"invocationId":"1","item":null}', '{"type":6}',
+                                        '{"type":7,"error":"bye","allowReconnect":true}'),
+    "json-stateful-resume": b"\x02" + J_OK + rec(J_CMP, J_CMP, '{"type":5,"invocationId":"1"}', J_CMP,
+                                                  '{"type":4,"invocationId":"2","target":"S","arguments":[]}',
+                                                  '{"type":9,"sequenceId":1}', J_CMP, J_CMP, J_CMP, J_CMP,
+                                                  '{"type":8,"sequenceId":2}', '{"type":7}'),
+    "json-handshake-error": b"\x00" + rec('{"error":"Requested protocol is not available."}'),
+    "json-handshake-message": b"\x04" + rec('{"type":6}'),
+    "json-small-cap": b"\x0a" + J_OK + rec(*([J_CMP] * 12)),
+    "msgpack-basic": b"\x01" + J_OK + bytes.fromhex("1196018 0A3 78797AA66D6574686F64912A90".replace(" ", ""))
+                     + bytes.fromhex("0894038 0A378797A02".replace(" ", "")) + bytes.fromhex("029106")
+                     + bytes.fromhex("07930 7A378797AC3".replace(" ", "")),
+    "msgpack-stateful-resume": b"\x03" + J_OK + bytes.fromhex(
+        "0894038 0A378797A02" "0894038 0A378797A02" "0793058 0A378797A" "0894038 0A378797A02"
+        "10950480A378797AA66D6574686F64912A" "03920901" "0894038 0A378797A02" "0894038 0A378797A02"
+        "0894038 0A378797A02" "03920802" "039207C0".replace(" ", "").replace(" ", "")),
+}
+for name, data in hub_session.items():
+    write("hub-session", name, data)

@@ -34,6 +34,7 @@ let benchmarks: @Sendable () -> Void = {
     maskingBenchmarks()
     frameBenchmarks()
     hubBenchmarks()
+    hubSessionBenchmarks()
     httpBenchmarks()
     httpSessionBenchmarks()
     histogramBenchmarks()
