@@ -272,6 +272,7 @@ exchanges = {
 }
 for name, s in exchanges.items():
     write("http-exchange", name, s)
+
 # --- Hub protocol session (first byte: bit 0 MessagePack, bit 1 stateful, bit 2 small message
 # limit, bit 3 small replay cap; the rest is what the server sends) ---------------------------
 
