@@ -4,7 +4,7 @@ import StampedeWire
 import Glibc
 #endif
 
-/// The reference REST target for ETag polling (issue 5, item 5) on Stampede's own event loop:
+/// The reference REST target for ETag polling (the `rest` workload) on Stampede's own event loop:
 /// resources whose versions change at a steady rate, served with strong ETags, conditional GET,
 /// optional bearer auth and an optional GitHub-style rate limit. Tests/peers/rest_server.py
 /// implements the same contract in Python.

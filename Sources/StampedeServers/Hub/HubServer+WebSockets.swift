@@ -83,7 +83,7 @@ extension HubServer {
     }
 
     /// The peer closed the WebSocket (or broke its framing): close the socket after the reply
-    /// (the server closes TCP first, §7.1.1) and end the hub connection. Only an abrupt loss (`closed`) leaves a stateful connection
+    /// (the server closes TCP first, RFC 6455 §7.1.1) and end the hub connection. Only an abrupt loss (`closed`) leaves a stateful connection
     /// waiting to be resumed.
     func closeWebSocketSocket(_ s: HubSocket, graceful: Bool) {
         let c = s.connection
