@@ -26,6 +26,7 @@ extension EventLoop {
         s.out?.clear(); s.out?.shrinkIfIdle(limit: 16 * 1024)
         s.pending?.clear(); s.pending?.shrinkIfIdle(limit: 16 * 1024)
         s.fd = -1
+        s.stream = .plainTCP
         s.state = .free
         s.generation &+= 1
         s.pollingOut = false

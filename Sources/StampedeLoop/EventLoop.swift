@@ -28,6 +28,8 @@ public final class EventLoop: @unchecked Sendable {
 
     struct Slot {
         var fd: Int32 = -1
+        /// How the connection's bytes cross the socket (see `ByteStream`).
+        var stream = ByteStream.plainTCP
         var generation: UInt32 = 0
         var state: State = .free
         var out: ByteBuffer? = nil

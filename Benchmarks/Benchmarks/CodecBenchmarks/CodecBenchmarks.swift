@@ -34,7 +34,9 @@ let benchmarks: @Sendable () -> Void = {
     maskingBenchmarks()
     frameBenchmarks()
     hubBenchmarks()
+    hubSessionBenchmarks()
     httpBenchmarks()
+    httpSessionBenchmarks()
     histogramBenchmarks()
     referenceBenchmarks()
 }

@@ -1,5 +1,6 @@
 import CStampedeLinux
 import StampedeLoop
+import StampedeSession
 import StampedeWire
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,5 @@
 import StampedeLoop
+import StampedeSession
 import StampedeWire
 
 /// One TCP connection: HTTP requests, then possibly a WebSocket, an SSE stream or an open poll.

@@ -2,6 +2,7 @@ import Foundation
 import StampedeLoop
 import StampedeMetrics
 import StampedeScenario
+import StampedeSession
 import StampedeWire
 
 /// Everything one loop's hub clients share: where the hub is and what each client does.
