@@ -20,6 +20,7 @@ enum FuzzTarget: String, CaseIterable {
     case sse
     case httpResponse = "http-response"
     case httpRequest = "http-request"
+    case webSocketSession = "websocket-session"
 
     func run(_ data: UnsafeRawBufferPointer) {
         switch self {
@@ -29,6 +30,7 @@ enum FuzzTarget: String, CaseIterable {
         case .sse: fuzzSSE(data)
         case .httpResponse: fuzzHTTPResponse(data)
         case .httpRequest: fuzzHTTPRequest(data)
+        case .webSocketSession: fuzzWebSocketSession(data)
         }
     }
 }
