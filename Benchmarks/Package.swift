@@ -18,6 +18,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "StampedeWire", package: "stampede"),
+                .product(name: "StampedeSession", package: "stampede"),
                 .product(name: "StampedeMetrics", package: "stampede"),
                 .product(name: "StampedeSession", package: "stampede"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -274,3 +274,52 @@ requests = {
 }
 for name, s in requests.items():
     write("http-request", name, s)
+
+# --- HTTP client exchange (keep-alive sequences, head facts, event streams) ---------------------
+
+exchanges = {
+    "keep-alive-sequence": "HTTP/1.1 200 OK\r\nETag: \"v1\"\r\nContent-Length: 5\r\n\r\nhello"
+                           "HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\n\r\n"
+                           "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+                           "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 1\r\n\r\nz",
+    "rate-limited": "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1.5\r\nX-RateLimit-Remaining: 0\r\nContent-Length: 0\r\n\r\n"
+                    "HTTP/1.1 503 Service Unavailable\r\nRetry-After: Fri, 31 Dec 1999 23:59:59 GMT\r\nContent-Length: 2\r\n\r\n{}",
+    "redirect": "HTTP/1.1 302 Found\r\nLocation: /next\r\nX-W: 12.5\r\nContent-Length: 0\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+    "event-stream": "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    "5\r\n:\r\n\r\n\r\n9\r\ndata: spl\r\n8\r\nit\r\n\r\nda\r\n11\r\nta: a\ndata: b\n\nid\r\n4\r\n: 7\n\r\n",
+    "until-close": "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{\"negotiateVersion\":1}",
+    "interim-then-final": "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n",
+    "truncated": "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhalf",
+    "bad-chunk": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+}
+for name, s in exchanges.items():
+    write("http-exchange", name, s)
+# --- Hub protocol session (first byte: bit 0 MessagePack, bit 1 stateful, bit 2 small message
+# limit, bit 3 small replay cap; the rest is what the server sends) ---------------------------
+
+def rec(*texts):
+    return b"".join(t.encode() + b"\x1e" for t in texts)
+
+J_OK = b"{}\x1e"
+J_CMP = '{"type":3,"invocationId":"1"}'
+hub_session = {
+    "json-basic": b"\x00" + J_OK + rec('{"type":1,"invocationId":"0","target":"Send","arguments":["hi",42]}', J_CMP,
+                                        '{"type":2,"invocationId":"1","item":null}', '{"type":6}',
+                                        '{"type":7,"error":"bye","allowReconnect":true}'),
+    "json-stateful-resume": b"\x02" + J_OK + rec(J_CMP, J_CMP, '{"type":5,"invocationId":"1"}', J_CMP,
+                                                  '{"type":4,"invocationId":"2","target":"S","arguments":[]}',
+                                                  '{"type":9,"sequenceId":1}', J_CMP, J_CMP, J_CMP, J_CMP,
+                                                  '{"type":8,"sequenceId":2}', '{"type":7}'),
+    "json-handshake-error": b"\x00" + rec('{"error":"Requested protocol is not available."}'),
+    "json-handshake-message": b"\x04" + rec('{"type":6}'),
+    "json-small-cap": b"\x0a" + J_OK + rec(*([J_CMP] * 12)),
+    "msgpack-basic": b"\x01" + J_OK + bytes.fromhex("1196018 0A3 78797AA66D6574686F64912A90".replace(" ", ""))
+                     + bytes.fromhex("0894038 0A378797A02".replace(" ", "")) + bytes.fromhex("029106")
+                     + bytes.fromhex("07930 7A378797AC3".replace(" ", "")),
+    "msgpack-stateful-resume": b"\x03" + J_OK + bytes.fromhex(
+        "0894038 0A378797A02" "0894038 0A378797A02" "0793058 0A378797A" "0894038 0A378797A02"
+        "10950480A378797AA66D6574686F64912A" "03920901" "0894038 0A378797A02" "0894038 0A378797A02"
+        "0894038 0A378797A02" "03920802" "039207C0".replace(" ", "").replace(" ", "")),
+}
+for name, data in hub_session.items():
+    write("hub-session", name, data)

@@ -23,7 +23,7 @@ public final class AutobahnClient: WebSocketApplication, @unchecked Sendable {
     var step = Step.count
     var caseCount = 0
     var timedOut = 0
-    var caseEpoch: UInt64 = 0
+    var caseEpoch: UInt32 = 0
     let finished = ResultBox<Outcome>()
 
     init(ws: WebSocketClients, agent: String, caseTimeoutNs: UInt64) {
@@ -51,12 +51,12 @@ public final class AutobahnClient: WebSocketApplication, @unchecked Sendable {
 
     func begin(_ next: Step) {
         step = next
-        caseEpoch += 1
+        caseEpoch &+= 1
         switch next {
         case .count: ws.connect(0, path: "/getCaseCount")
         case .runCase(let i):
             ws.connect(0, path: "/runCase?case=\(i)&agent=\(agent)")
-            ws.schedule(at: EventLoop.now() + caseTimeoutNs, applicationToken: caseEpoch)
+            ws.schedule(at: EventLoop.now() + caseTimeoutNs, token: TimerToken(kind: 0, epoch: caseEpoch))
         case .update: ws.connect(0, path: "/updateReports?agent=\(agent)")
         case .done:
             let run: Int = caseCount
@@ -89,8 +89,9 @@ public final class AutobahnClient: WebSocketApplication, @unchecked Sendable {
     public func webSocketWritable(client: Int) {}
     public func webSocketPong(client: Int, payload: UnsafeRawBufferPointer) {}
 
-    public func applicationTimer(token: UInt64, deadline: UInt64) {
-        guard token == caseEpoch, case .runCase = step else { return }
+    /// The case timeout (the only timer), for the case it was armed for.
+    public func applicationTimer(_ token: TimerToken, deadline: UInt64) {
+        guard token.epoch == caseEpoch, case .runCase = step else { return }
         timedOut += 1
         ws.abort(0, reset: false)
     }

@@ -1,5 +1,10 @@
 import Foundation
 
+/// Where a run is, as the progress line names it.
+enum RunPhase: String, Sendable {
+    case rampUp = "ramp-up", messages, drain, closing
+}
+
 /// One progress report, once per second.
 struct ProgressLine {
     var elapsed: Double

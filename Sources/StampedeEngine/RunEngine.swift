@@ -70,10 +70,11 @@ public final class RunEngine {
     let options: RunOptions
     var loops: [EventLoop] = []
     var workloads: [any LoopWorkload] = []
+    /// What the engine knows of the scenario's workload.
+    let kind: any WorkloadKind
     var serverLoop: EventLoop?
-    var chatServer: ChatServer?
-    var hubServer: HubServer?
-    var restServer: RestServer?
+    /// The embedded reference server, when it runs in this process.
+    var embeddedServer: (any FaultTarget)?
     var totals = MetricsShard()
     var intervals: [IntervalSample] = []
     var warnings: [String] = []
@@ -83,12 +84,29 @@ public final class RunEngine {
     var runStartNs: UInt64 = 0
     var lastIntervalNs: UInt64 = 0
     var lastOpen = 0
-    var phase = "ramp-up"
+    var phase = RunPhase.rampUp
     let progress: ProgressPrinter
+    var cpuSeen: [Int: UInt64] = [:]
+    var peakRSS: UInt64 = 0
+    var lastProcessCPUNs: UInt64 = 0
+    var peakProcessCPUPercent = 0.0
+    var peakLoopCPUPercent = 0.0
+    /// Measurements per event window (by event index) and before any event.
+    var windows: [Int: EventWindow] = [:]
+    var baselineWindow = EventWindow()
+    var currentWindow: Int? = nil
+    var messageStartNs: UInt64 = 0
+    var commandRuns: [Int: ExternalCommandRun] = [:]
+    var faultErrors: [Int: String] = [:]
+    var activeChurns: [ChurnState] = []
+    var targetInChildProcess = false
+    var childTarget: ChildTarget?
+    var childAdmin: AdminEndpoint?
 
     public init(scenario: Scenario, options: RunOptions) {
         self.scenario = scenario
         self.options = options
+        kind = WorkloadKinds.kind(of: scenario.workload)
         progress = ProgressPrinter(style: options.progress)
     }
 
@@ -135,7 +153,7 @@ public final class RunEngine {
             fatal = "no client could connect to \(targetDescription(endpoint)): " + describeConnectErrors()
         } else if partialReason == nil {
             // Phase 2: messages.
-            phase = "messages"
+            phase = .messages
             let t0 = EventLoop.now() + 50_000_000
             let t1 = t0 + plan.durationNs
             for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.beginMessages(startNs: t0, endNs: t1) } }
@@ -158,7 +176,7 @@ public final class RunEngine {
             messageSeconds = seconds(min(EventLoop.now(), t1) - t0)
 
             // Phase 3: drain.
-            phase = "drain"
+            phase = .drain
             for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.beginDrain() } }
             let drainStart = EventLoop.now()
             let drainEnd = drainStart + plan.drainNs
@@ -175,7 +193,7 @@ public final class RunEngine {
         if partialReason != nil { lossReason = .interrupted }
 
         // Phase 4: close every connection cleanly; whatever is still outstanding is counted lost.
-        phase = "closing"
+        phase = .closing
         let openAtEnd = currentOpen()
         let reason = lossReason
         for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.closeAll(lostReason: reason) } }
@@ -197,10 +215,7 @@ public final class RunEngine {
         totals.counters[Counter.fanoutExpected.rawValue] = expectsFanout ? totals[.messagesSent] * UInt64(max(0, openAtStart - 1)) : 0
         let processCPU = Double(cs_process_cpu_ns() - cpuAtStart) / 1e9
         let clientCPU = Double(clientLoopCPUNs) / 1e9
-        if scenario.workload == .rest, totals[.clientsStopped] > 0 {
-            let refused = totals.responseStatuses.filter { $0.key == 401 || $0.key == 403 }.values.reduce(0, +)
-            warnings.append("\(totals[.clientsStopped]) of \(scenario.clients) clients stopped polling" + (refused > 0 ? " (\(refused) answers 401/403: check the token)" : ""))
-        }
+        warnings += kind.warnings(scenario, totals: totals)
         let saturated = warnings.contains { $0.hasPrefix("generator") }
         var record = RunRecord(
             scenario: scenario, startedAt: startedAt, endedAt: Date(), partial: partialReason != nil || fatal != nil,
@@ -225,436 +240,16 @@ public final class RunEngine {
         return outcome
     }
 
-    // MARK: Setup
-
-    /// Where the clients connect: a WebSocket endpoint (chat) or a hub base URL (hub).
-    enum Endpoint {
-        case webSocket(WebSocketEndpoint)
-        case hub(address: SocketAddress, base: HubURL)
-        /// A REST API: where to connect, the Host header's host and port, and the base path.
-        case rest(address: SocketAddress, host: String, port: Int, basePath: String)
-    }
-
-    func startTarget() throws(RunSetupError) -> Endpoint {
-        let connectNs = nanoseconds(scenario.connectTimeoutSeconds)
-        let headers = scenario.headers.map { ($0.name, $0.value) }
-        let sources = scenario.sourceAddresses.compactMap(parseIPv4)
-        func webSocket(_ address: SocketAddress, host: String, path: String) -> Endpoint {
-            .webSocket(WebSocketEndpoint(address: address, host: host, path: path, subprotocol: scenario.subprotocol, headers: headers,
-                                         connectTimeoutNs: connectNs, upgradeTimeoutNs: connectNs,
-                                         maxMessageBytes: scenario.maxMessageBytes, sourceAddresses: sources))
-        }
-        switch (scenario.target, scenario.workload) {
-        case (.embedded, _) where targetInChildProcess:
-            let (address, port) = try startChildTarget()
-            switch scenario.workload {
-            case .chat: return webSocket(address, host: "127.0.0.1", path: "/chat")
-            case .hub: return .hub(address: address, base: HubURL(host: "127.0.0.1", port: port, path: "/hub", query: ""))
-            case .rest: return .rest(address: address, host: "127.0.0.1", port: port, basePath: "/api")
-            }
-        case (.embedded, .chat):
-            let loop = try startTargetLoop()
-            do { chatServer = try ChatServer(loop: loop, address: .ipv4(0x7F00_0001, port: 0)) } catch {
-                throw RunSetupError("cannot start the embedded target: \(error)")
-            }
-            loop.start(name: "stampede-target")
-            return webSocket(.ipv4(0x7F00_0001, port: chatServer!.port), host: "127.0.0.1", path: "/chat")
-        case (.embedded, .rest):
-            let loop = try startTargetLoop()
-            do {
-                restServer = try RestServer(loop: loop, address: .ipv4(0x7F00_0001, port: 0), configuration: try embeddedRestConfiguration())
-            } catch let e as RunSetupError {
-                throw e
-            } catch {
-                throw RunSetupError("cannot start the embedded target: \(error)")
-            }
-            loop.start(name: "stampede-target")
-            return .rest(address: .ipv4(0x7F00_0001, port: restServer!.port), host: "127.0.0.1", port: Int(restServer!.port), basePath: "/api")
-        case (.embedded, .hub):
-            let loop = try startTargetLoop()
-            do { hubServer = try HubServer(loop: loop, address: .ipv4(0x7F00_0001, port: 0), path: "/hub") } catch {
-                throw RunSetupError("cannot start the embedded target: \(error)")
-            }
-            loop.start(name: "stampede-target")
-            return .hub(address: .ipv4(0x7F00_0001, port: hubServer!.port), base: HubURL(host: "127.0.0.1", port: Int(hubServer!.port), path: "/hub", query: ""))
-        case (.webSocket(let url), .chat):
-            guard let address = SocketAddress(host: url.host, port: url.port) else { throw RunSetupError("cannot use target address \(url)") }
-            return webSocket(address, host: url.host, path: url.path)
-        case (.http(let url), .rest):
-            guard let address = SocketAddress(host: url.host, port: url.port) else { throw RunSetupError("cannot use target address \(scenario.target)") }
-            // The resources' paths follow the target's path ("http://127.0.0.1:8080/api" + "/items").
-            let base = url.path == "/" ? "" : String(url.path.hasSuffix("/") ? url.path.dropLast() : Substring(url.path))
-            return .rest(address: address, host: url.host, port: url.port, basePath: base)
-        case (.http(let url), .hub):
-            guard let address = SocketAddress(host: url.host, port: url.port) else { throw RunSetupError("cannot use target address \(scenario.target)") }
-            let parts = url.path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
-            return .hub(address: address, base: HubURL(host: url.host, port: url.port, path: String(parts[0]), query: parts.count > 1 ? String(parts[1]) : ""))
-        default:
-            throw RunSetupError("the \(scenario.workload.rawValue) workload cannot use target \(scenario.target)")
-        }
-    }
-
-    /// The embedded REST target's settings: `rest.embedded`, accepting the clients' own token
-    /// unless it names another.
-    func embeddedRestConfiguration() throws(RunSetupError) -> RestServer.Configuration {
-        let e = scenario.rest?.embedded ?? EmbeddedRestTarget()
-        var token: String? = nil
-        if let source = e.token ?? scenario.rest?.token {
-            do { token = try ScenarioLoader.resolveToken(source, scenarioFile: scenario.file, field: e.token != nil ? "rest.embedded.token" : "rest.token") }
-            catch { throw RunSetupError("\(error)") }
-        }
-        return RestServer.Configuration(path: "/api", changeRate: e.changeRate, token: token, rateLimit: e.rateLimit, bodySize: e.bodySize, chunked: e.chunked)
-    }
-
-    func startTargetLoop() throws(RunSetupError) -> EventLoop {
-        do {
-            let loop = try EventLoop(index: 1000)
-            serverLoop = loop
-            return loop
-        } catch { throw RunSetupError("cannot start the embedded target: \(error)") }
-    }
-
-    func startLoops(count: Int, endpoint: Endpoint) throws(RunSetupError) {
-        let runTag = scenario.name
-        var token: String? = nil
-        if let source = scenario.hub?.accessToken {
-            do { token = try ScenarioLoader.resolveToken(source, scenarioFile: scenario.file) } catch { throw RunSetupError("\(error)") }
-        }
-        if let source = scenario.rest?.token {
-            do { token = try ScenarioLoader.resolveToken(source, scenarioFile: scenario.file, field: "rest.token") } catch { throw RunSetupError("\(error)") }
-        }
-        let headerLines = Array(scenario.headers.map { "\($0.name): \($0.value)\r\n" }.joined().utf8)
-        for i in 0..<count {
-            let loop: EventLoop
-            do { loop = try EventLoop(index: i) } catch { throw RunSetupError("cannot start event loop \(i): \(error)") }
-            let mine = Array(stride(from: i, to: scenario.clients, by: count))
-            let random = FastRandom(seed: scenario.seed &+ UInt64(i) &* 0x1000_0001)
-            switch endpoint {
-            case .webSocket(let ws):
-                let clients = WebSocketClients(loop: loop, endpoint: ws, clientCount: mine.count, random: random)
-                var plan = ChatWorkload.Plan(totalClients: scenario.clients, globalIndices: mine, connectRate: scenario.connectRate,
-                                             loadModel: scenario.loadModel, totalRate: scenario.message.ratePerSecond,
-                                             thinkTimeNs: nanoseconds(scenario.thinkTimeSeconds), messageSize: scenario.message.size, runTag: runTag)
-                plan.reconnect = scenario.reconnect
-                plan.heartbeat = scenario.heartbeat
-                plan.whileDisconnected = scenario.whileDisconnected
-                plan.seed = scenario.seed
-                workloads.append(ChatWorkload(ws: clients, plan: plan))
-            case .rest(let address, let host, let port, let basePath):
-                var plan = RestPlan(totalClients: scenario.clients, globalIndices: mine, connectRate: scenario.connectRate,
-                                    spec: scenario.rest ?? RestSpec(), address: address, host: host, port: port, basePath: basePath,
-                                    token: token, extraHeaderLines: headerLines, connectTimeoutNs: nanoseconds(scenario.connectTimeoutSeconds),
-                                    sourceAddresses: scenario.sourceAddresses.compactMap(parseIPv4))
-                plan.loadModel = scenario.loadModel
-                plan.thinkTimeNs = nanoseconds(scenario.thinkTimeSeconds)
-                workloads.append(RestClients(loop: loop, plan: plan, random: random))
-            case .hub(let address, let base):
-                let spec = scenario.hub ?? HubSpec()
-                var plan = HubPlan(totalClients: scenario.clients, globalIndices: mine, connectRate: scenario.connectRate,
-                                   loadModel: scenario.loadModel, totalRate: scenario.message.ratePerSecond,
-                                   thinkTimeNs: nanoseconds(scenario.thinkTimeSeconds), messageSize: scenario.message.size, spec: spec,
-                                   base: base, accessToken: token, extraHeaderLines: headerLines,
-                                   connectTimeoutNs: nanoseconds(scenario.connectTimeoutSeconds), maxMessageBytes: scenario.maxMessageBytes,
-                                   sourceAddresses: scenario.sourceAddresses.compactMap(parseIPv4), runTag: runTag)
-                plan.whileDisconnected = scenario.whileDisconnected
-                plan.seed = scenario.seed
-                switch spec.protocolKind {
-                case .json: workloads.append(HubClients<JSONHubProtocol>(loop: loop, plan: plan, address: address, random: random))
-                case .messagePack: workloads.append(HubClients<MessagePackHubProtocol>(loop: loop, plan: plan, address: address, random: random))
-                }
-            }
-            loops.append(loop)
-            loop.start(name: "stampede-loop-\(i)")
-        }
-    }
-
-    func shutdown(interrupted: Bool) {
-        for l in loops { l.stop() }
-        for l in loops { l.join() }
-        serverLoop?.stop()
-        serverLoop?.join()
-        childTarget?.stop(graceSeconds: interrupted ? 0.3 : 3)
-    }
-
-    /// Starts `stampede serve --admin-port 0` and reads where it listens.
-    func startChildTarget() throws(RunSetupError) -> (SocketAddress, Int) {
-        guard let executable = options.stampedeExecutable else { throw RunSetupError("no stampede executable to run the target in") }
-        var arguments = ["serve", "--port", "0", "--admin-port", "0",
-                         "--max-seconds", String(Int(scenario.durationSeconds + scenario.drainSeconds
-                                                     + Double(scenario.clients) / scenario.connectRate + scenario.connectTimeoutSeconds * 4 + 120))]
-        if scenario.workload == .hub { arguments.append("--hub") }
-        var environment: [String: String] = [:]
-        if scenario.workload == .rest {
-            let c = try embeddedRestConfiguration()
-            arguments += ["--rest", "--change-rate", String(c.changeRate), "--body-size", String(c.bodySize)]
-            if let limit = c.rateLimit { arguments += ["--rate-limit", String(limit)] }
-            if c.chunked { arguments.append("--chunked") }
-            if let token = c.token {
-                // Through the environment: a command line is visible to every user of the machine.
-                arguments += ["--token-env", "STAMPEDE_EMBEDDED_TOKEN"]
-                environment["STAMPEDE_EMBEDDED_TOKEN"] = token
-            }
-        }
-        let child: ChildTarget
-        do { child = try ChildTarget(executable: executable, arguments: arguments, environment: environment) } catch {
-            throw RunSetupError("cannot start the target process: \(error)")
-        }
-        childTarget = child
-        guard let listening = child.waitForLine(prefix: "listening on ", seconds: 30, interrupt: options.interrupt),
-              let admin = child.waitForLine(prefix: "admin on http://127.0.0.1:", seconds: 5, interrupt: options.interrupt),
-              let port = Int(listening.split(separator: ":").last?.split(separator: "/").first ?? ""),
-              let adminPort = Int(admin.split(separator: ":").last ?? "") else {
-            if options.interrupt.isRaised { throw RunSetupError("interrupted while the target process started") }
-            throw RunSetupError("the target process did not start: \(child.errorOutput.suffix(500))")
-        }
-        childAdmin = AdminEndpoint(host: "127.0.0.1", port: adminPort)
-        progress.note("the embedded target runs in a child process (pid \(child.pid)): both ends of \(scenario.clients) connections do not fit in one process's file descriptors")
-        return (.ipv4(0x7F00_0001, port: UInt16(port)), port)
-    }
-
-    // MARK: Ticks and intervals
-
-    struct LoopState: Sendable {
-        var open = 0, inFlight = 0, notYetStarted = 0, outstanding: UInt64 = 0, sent: UInt64 = 0, fanout: UInt64 = 0
-    }
-
-    struct TickState {
-        var open = 0, inFlight = 0, notYetStarted = 0, outstanding: UInt64 = 0
-        /// Counts since the last interval boundary (not yet in `totals`).
-        var sentSinceInterval: UInt64 = 0, fanoutSinceInterval: UInt64 = 0
-    }
-
-    /// Sleeps 100 ms, then reads every loop's gauges; on a second boundary merges their measurements.
-    func tick() -> TickState {
-        Thread.sleep(forTimeInterval: 0.1)
-        if EventLoop.now() - lastIntervalNs >= 1_000_000_000 { _ = collectInterval(final: false) }
-        var t = TickState()
-        for (i, w) in workloads.enumerated() {
-            let s = loops[i].submitAndWait { _ in
-                LoopState(open: w.openCount, inFlight: w.inFlightConnects, notYetStarted: w.notYetStarted,
-                          outstanding: w.totalOutstanding, sent: w.metrics[.messagesSent], fanout: w.metrics[.fanoutReceived])
-            }
-            t.open += s.open; t.inFlight += s.inFlight; t.notYetStarted += s.notYetStarted; t.outstanding += s.outstanding
-            t.sentSinceInterval += s.sent; t.fanoutSinceInterval += s.fanout
-        }
-        peakOpen = max(peakOpen, t.open)
-        lastOpen = t.open
-        return t
-    }
-
-    struct IntervalData: Sendable {
-        var metrics: MetricsShard
-        var open: Int
-        var connecting: Int
-        var reconnecting: Int
-        var timerLagNs: UInt64
-        var cpuNs: UInt64
-    }
-
-    /// Takes each loop's measurements since the last boundary (resetting them there), merges them,
-    /// adds them to the totals, and appends a time-series row.
-    func collectInterval(final: Bool) -> MetricsShard {
-        let now = EventLoop.now()
-        var merged = MetricsShard()
-        var open = 0, connecting = 0, reconnecting = 0
-        var lag: UInt64 = 0
-        for (i, w) in workloads.enumerated() {
-            let d = loops[i].submitAndWait { loop in
-                let cpu = cs_thread_cpu_ns()
-                let data = IntervalData(metrics: w.metrics, open: w.openCount, connecting: w.inFlightConnects, reconnecting: w.reconnectingCount,
-                                        timerLagNs: loop.takeMaxTimerLag(), cpuNs: cpu)
-                w.metrics.reset()
-                return data
-            }
-            merged.add(d.metrics)
-            open += d.open
-            connecting += d.connecting
-            reconnecting += d.reconnecting
-            lag = max(lag, d.timerLagNs)
-            cpuSeen[i] = d.cpuNs
-        }
-        let loopCPUNs = cpuSeen.values.reduce(0, +)
-        let processCPUNs = cs_process_cpu_ns()
-        let wall = Double(now - lastIntervalNs)
-        var processPercent = 0.0, loopPercent = 0.0
-        if wall >= 0.5e9 && lastProcessCPUNs > 0 {
-            processPercent = Double(processCPUNs &- lastProcessCPUNs) / wall * 100
-            loopPercent = Double(loopCPUNs &- clientLoopCPUNs) / wall * 100
-            peakProcessCPUPercent = max(peakProcessCPUPercent, processPercent)
-            peakLoopCPUPercent = max(peakLoopCPUPercent, loopPercent)
-        }
-        lastProcessCPUNs = processCPUNs
-        clientLoopCPUNs = loopCPUNs
-        totals.add(merged)
-        let rssNow = residentBytes()
-        // The interval belongs to the window of the latest event before it (or to the baseline).
-        if let current = currentWindow {
-            windows[current, default: EventWindow()].add(connectPhaseOf: merged)
-            windows[current]!.messagesLost += merged[.messagesLost]
-            windows[current]!.peakProcessCPUPercent = max(windows[current]!.peakProcessCPUPercent, processPercent)
-            windows[current]!.peakClientLoopCPUPercent = max(windows[current]!.peakClientLoopCPUPercent, loopPercent)
-            windows[current]!.peakResidentBytes = max(windows[current]!.peakResidentBytes, rssNow)
-        } else {
-            baselineWindow.add(connectPhaseOf: merged)
-        }
-        peakOpen = max(peakOpen, open)
-        peakRSS = max(peakRSS, rssNow)
-        let elapsed = seconds(now - runStartNs)
-        if phase == "messages" || phase == "drain" {
-            maxTimerLagNs = max(maxTimerLagNs, lag)
-            // Timers more than 10 ms late mean the generator, not the server, is adding latency.
-            if lag > 10_000_000 {
-                warnings.append(String(format: "generator: timers ran %.1f ms late at %.0f s; latency figures include generator delay", Double(lag) / 1e6, elapsed))
-            }
-        }
-        var rtt = merged.histograms[LatencyMetric.roundTrip.rawValue]
-        if rtt.totalCount == 0 && scenario.workload == .rest {
-            // REST clients: the progress line's latency is the poll's, 2xx and 304 alike.
-            rtt = merged.histograms[LatencyMetric.http2xx.rawValue]
-            if merged.histograms[LatencyMetric.http3xx.rawValue].totalCount > 0 { rtt.add(merged.histograms[LatencyMetric.http3xx.rawValue]) }
-        }
-        let fan = merged.histograms[LatencyMetric.fanout.rawValue]
-        var sample = IntervalSample(
-            elapsedSeconds: elapsed, openConnections: open, messagesSent: merged[.messagesSent],
-            messagesReceived: merged[.messagesDelivered] + merged[.fanoutReceived],
-            errors: merged.errors.reduce(0, +),
-            p50Micros: rtt.totalCount > 0 ? rtt.valueAtPercentile(50) : 0,
-            p99Micros: rtt.totalCount > 0 ? rtt.valueAtPercentile(99) : 0)
-        sample.connecting = connecting
-        sample.reconnecting = reconnecting
-        if !final || sample.messagesSent + sample.messagesReceived + sample.errors > 0 { intervals.append(sample) }
-        let dt = max(seconds(now - lastIntervalNs), 0.001)
-        lastIntervalNs = now
-        progress.show(ProgressLine(elapsed: elapsed, phase: phase, open: open, clients: scenario.clients,
-                                   sentPerSecond: Double(sample.messagesSent) / dt, receivedPerSecond: Double(sample.messagesReceived) / dt,
-                                   p50Micros: sample.p50Micros, p99Micros: sample.p99Micros, fanoutP99Micros: fan.totalCount > 0 ? fan.valueAtPercentile(99) : 0,
-                                   errors: totals.errors.reduce(0, +)))
-        return merged
-    }
-    var cpuSeen: [Int: UInt64] = [:]
-    var peakRSS: UInt64 = 0
-    var lastProcessCPUNs: UInt64 = 0
-    var peakProcessCPUPercent = 0.0
-    var peakLoopCPUPercent = 0.0
-    /// Measurements per event window (by event index) and before any event.
-    var windows: [Int: EventWindow] = [:]
-    var baselineWindow = EventWindow()
-    var currentWindow: Int? = nil
-    var messageStartNs: UInt64 = 0
-    var commandRuns: [Int: ExternalCommandRun] = [:]
-    var faultErrors: [Int: String] = [:]
-    var activeChurns: [ChurnState] = []
-    var targetInChildProcess = false
-    var childTarget: ChildTarget?
-    var childAdmin: AdminEndpoint?
-
-    /// This process's resident memory (/proc/self/statm), bytes; 0 if unreadable.
-    func residentBytes() -> UInt64 {
-        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
-        let fields = text.split(separator: " ")
-        guard fields.count > 1, let pages = UInt64(fields[1]) else { return 0 }
-        return pages * UInt64(sysconf(Int32(_SC_PAGESIZE)))
-    }
-
-    /// Merges every loop's view of each storm (read once, at the end).
-    func collectStorms() -> [StormRecord] {
-        var merged: [StormShard] = []
-        for (i, w) in workloads.enumerated() {
-            let shards = loops[i].submitAndWait { _ in w.storms }
-            for (n, shard) in shards.enumerated() {
-                if n >= merged.count { merged.append(StormShard()) }
-                merged[n].add(shard)
-            }
-        }
-        return scenario.events.enumerated().compactMap { index, event in
-            guard event.measuresRecovery else { return nil }
-            var fraction: Double? = nil
-            if case .storm(let f, _, _) = event.kind { fraction = f }
-            return StormRecord(number: index + 1, atSeconds: event.atSeconds, kind: event.kindName, mode: event.detail, fraction: fraction,
-                               shard: index < merged.count ? merged[index] : StormShard(), window: windows[index] ?? EventWindow(),
-                               command: commandRuns[index]?.finished, faultError: faultErrors[index])
-        }
-    }
-
-    // MARK: Events
-
-    /// Starts event `index` at its own instant `atNs` on every loop, so recovery times share one origin.
-    func start(_ event: ScenarioEvent, index: Int, atNs: UInt64) {
-        if event.measuresRecovery {
-            _ = collectInterval(final: false)  // what came before belongs to the previous window
-            currentWindow = index
-        }
-        switch event.kind {
-        case .storm(let fraction, let mode, let stall):
-            let stallNs = nanoseconds(stall)
-            for (i, w) in workloads.enumerated() {
-                loops[i].execute { _ in w.storm(index: index, atNs: atNs, fraction: fraction, mode: mode, stallNs: stallNs) }
-            }
-        case .server(let fault):
-            for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.watch(index: index, atNs: atNs) } }
-            if let problem = applyServerFault(fault) {
-                faultErrors[index] = problem
-                warnings.append("event \(index + 1) (server \(fault)): \(problem)")
-            }
-        case .command(let command):
-            for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.watch(index: index, atNs: atNs) } }
-            let folder = scenario.file.isEmpty ? "" : URL(fileURLWithPath: scenario.file).deletingLastPathComponent().path
-            commandRuns[index] = ExternalCommandRun(number: index + 1, command: command, workingDirectory: folder)
-        case .churn(let rate, let length):
-            activeChurns.append(ChurnState(ratePerSecond: rate, endNs: atNs + nanoseconds(length), lastNs: atNs))
-        }
-    }
-
-    /// A churn event under way: clients due to leave and rejoin are handed out to the loops once
-    /// per tick, the fraction carried over.
-    struct ChurnState {
-        var ratePerSecond: Double
-        var endNs: UInt64
-        var lastNs: UInt64
-        var carry = 0.0
-        var rotation = 0
-    }
-
-    func runChurn(until phaseEndNs: UInt64) {
-        guard !activeChurns.isEmpty else { return }
-        let now = EventLoop.now()
-        for c in activeChurns.indices {
-            let until = min(now, activeChurns[c].endNs, phaseEndNs)
-            guard until > activeChurns[c].lastNs else { continue }
-            activeChurns[c].carry += activeChurns[c].ratePerSecond * Double(until - activeChurns[c].lastNs) / 1e9
-            activeChurns[c].lastNs = until
-            let due = Int(activeChurns[c].carry)
-            guard due > 0 else { continue }
-            activeChurns[c].carry -= Double(due)
-            let n = workloads.count
-            for j in 0..<n {
-                let i = (j + activeChurns[c].rotation) % n
-                let share = due / n + (j < due % n ? 1 : 0)
-                guard share > 0 else { continue }
-                loops[i].execute { [w = workloads[i]] _ in w.churn(count: share) }
-            }
-            activeChurns[c].rotation += 1
-        }
-        activeChurns.removeAll { $0.lastNs >= $0.endNs }
-    }
-
     func currentOpen() -> Int {
         loops.indices.reduce(0) { n, i in n + loops[i].submitAndWait { [w = workloads[i]] _ in w.openCount } }
     }
 
     func seconds(_ ns: UInt64) -> Double { Double(ns) / 1e9 }
 
-    /// Whether every message should reach every other connected client: the chat room, or hub
-    /// clients that receive broadcasts without groups. (With groups the expectation is not computed.)
-    var expectsFanout: Bool {
-        switch scenario.workload {
-        case .chat: true
-        case .hub: scenario.hub?.receiveMethod != nil && scenario.hub?.join == nil && scenario.hub?.operation != .stream
-        case .rest: false
-        }
-    }
+    /// Whether every message should reach every other connected client (`WorkloadKind.expectsFanout`).
+    var expectsFanout: Bool { kind.expectsFanout(scenario) }
 
-    func targetDescription(_ e: Endpoint) -> String {
+    func targetDescription(_ e: ClientEndpoint) -> String {
         scenario.target == .embedded ? "the embedded target" : scenario.target.description
     }
 

@@ -13,7 +13,7 @@ public struct RunPlan: Sendable, Equatable {
 
     /// Client event loops: no more than there are clients.
     public let loopCount: Int
-    /// Descriptors one client holds: hub clients off WebSockets two, REST clients one per pooled connection.
+    /// Descriptors one client holds (`WorkloadKind.descriptorsPerClient`).
     public let descriptorsPerClient: Int
     /// Descriptors this process needs (both ends when the embedded target shares it).
     public let descriptorsNeeded: Int
@@ -38,8 +38,7 @@ public struct RunPlan: Sendable, Equatable {
     public init(scenario s: Scenario, loops: Int, openFilesLimit: Int, canSpawnTarget: Bool) {
         loopCount = max(1, min(loops, s.clients))
         let embedded = s.target == .embedded
-        descriptorsPerClient = s.workload == .hub && s.hub?.transports != [.webSockets] ? 2
-            : s.workload == .rest ? s.rest?.poolSize ?? 1 : 1
+        descriptorsPerClient = WorkloadKinds.kind(of: s.workload).descriptorsPerClient(s)
         let ours = s.clients * descriptorsPerClient + 64
         var needed = embedded ? s.clients * descriptorsPerClient * 2 + 64 : ours
         var child = false

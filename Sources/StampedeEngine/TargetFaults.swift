@@ -25,15 +25,9 @@ extension RunEngine {
             guard let admin = scenario.targetAdmin else { return "no admin endpoint (target_admin) to send the fault to" }
             return AdminClient.post(admin, path: AdminClient.path(for: fault))
         }
-        guard let loop = serverLoop else { return "the embedded target is not running" }
+        guard let loop = serverLoop, let server = embeddedServer else { return "the embedded target is not running" }
         let f = TargetFault(fault)
-        if let chat = chatServer {
-            loop.execute { _ in chat.apply(f) }
-        } else if let hub = hubServer {
-            loop.execute { _ in hub.apply(f) }
-        } else if let rest = restServer {
-            loop.execute { _ in rest.apply(f) }
-        }
+        loop.execute { _ in server.apply(f) }
         return nil
     }
 }

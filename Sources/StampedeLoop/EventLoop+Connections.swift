@@ -26,6 +26,7 @@ extension EventLoop {
         s.out?.clear(); s.out?.shrinkIfIdle(limit: 16 * 1024)
         s.pending?.clear(); s.pending?.shrinkIfIdle(limit: 16 * 1024)
         s.fd = -1
+        s.stream = .plainTCP
         s.state = .free
         s.generation &+= 1
         s.pollingOut = false
@@ -95,7 +96,7 @@ extension EventLoop {
                 Glibc.close(fd); releaseSlot(Int(id.index))
                 return .failure(LoopError(operation: "epoll_ctl", errno: e))
             }
-            schedule(at: Self.now() + timeoutNs, token: Self.internalTimerBit | id.packed)
+            timers.push(deadline: Self.now() + timeoutNs, token: TimerToken(layer: .loop, LoopTimer.connectTimeout, slot: Int(id.index), epoch: id.generation))
             return .success(id)
         }
     }

@@ -58,7 +58,7 @@ extension EventLoop {
     func scheduleSweep() {
         guard let limits else { sweepScheduled = false; return }
         sweepScheduled = true
-        schedule(at: Self.now() + limits.sweepIntervalNs, token: Self.sweepTimerToken)
+        timers.push(deadline: Self.now() + limits.sweepIntervalNs, token: TimerToken(layer: .loop, LoopTimer.limitsSweep, slot: 0))
     }
 
     /// Closes connections past their deadline or their send timeout. One pass over the slot

@@ -6,10 +6,11 @@ extension EventLoop {
     /// Monotonic clock, nanoseconds.
     @inlinable public static func now() -> UInt64 { cs_monotonic_ns() }
 
-    /// Calls `handler.timerFired(token:)` at or after `deadline` (monotonic ns). Timers cannot be
-    /// cancelled: the handler recognises stale tokens (e.g. by a connection generation in them).
-    /// The top bit of `token` is reserved for the loop.
-    public func schedule(at deadline: UInt64, token: UInt64) {
+    /// Calls `handler.timerFired(_:deadline:loop:)` at or after `deadline` (monotonic ns). Timers
+    /// cannot be cancelled: the handler recognises a stale one by its `epoch`. Tokens of the
+    /// `.loop` layer are the loop's own.
+    public func schedule(at deadline: UInt64, token: TimerToken) {
+        precondition(token.layer != .loop, "timer tokens of the loop layer are the event loop's own")
         timers.push(deadline: deadline, token: token)
     }
 
@@ -48,12 +49,16 @@ extension EventLoop {
             let entry = timers.pop()
             let lag = now - entry.deadline
             if lag > maxTimerLagNs { maxTimerLagNs = lag }
-            if entry.token == Self.sweepTimerToken {
-                sweep()
-            } else if entry.token & Self.internalTimerBit != 0 {
-                connectTimedOut(ConnectionID(packed: entry.token & ~Self.internalTimerBit))
-            } else {
-                handler.timerFired(token: entry.token, deadline: entry.deadline, loop: self)
+            let token = entry.token
+            switch token.layer {
+            case .loop:
+                switch token.kind(as: LoopTimer.self) {
+                case .limitsSweep: sweep()
+                case .connectTimeout: connectTimedOut(ConnectionID(index: token.slot, generation: token.epoch))
+                case nil: break
+                }
+            case .connection, .application:
+                handler.timerFired(token, deadline: entry.deadline, loop: self)
             }
         }
         if timers.peekDeadline() != armedDeadline { armedDeadline = .max }

@@ -28,6 +28,8 @@ public final class EventLoop: @unchecked Sendable {
 
     struct Slot {
         var fd: Int32 = -1
+        /// How the connection's bytes cross the socket (see `ByteStream`).
+        var stream = ByteStream.plainTCP
         var generation: UInt32 = 0
         var state: State = .free
         var out: ByteBuffer? = nil
@@ -90,11 +92,12 @@ public final class EventLoop: @unchecked Sendable {
     }
     var sweepScheduled = false
 
-    static let timerToken: UInt64 = UInt64(UInt32.max)
-    static let wakeToken: UInt64 = UInt64(UInt32.max - 1)
-    static let internalTimerBit: UInt64 = 1 << 63
-    /// The limits sweep: an internal timer whose index is no slot's.
-    static let sweepTimerToken: UInt64 = internalTimerBit | UInt64(UInt32.max)
+    /// epoll data of the timerfd and the eventfd: no connection slot's packed id (slots stay
+    /// far below 2^32 - 2, and generations start at 0 for them).
+    static let timerfdEpollData: UInt64 = UInt64(UInt32.max)
+    static let wakeEpollData: UInt64 = UInt64(UInt32.max - 1)
+    /// The loop's own timers (`TimerToken.Layer.loop`).
+    enum LoopTimer: UInt8 { case connectTimeout, limitsSweep }
 
     public init(index: Int = 0, configuration: Configuration = Configuration()) throws(LoopError) {
         self.index = index
@@ -106,8 +109,8 @@ public final class EventLoop: @unchecked Sendable {
         readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
         events = UnsafeMutableRawPointer.allocate(byteCount: cs_epoll_event_size() * configuration.maxEventsPerWait, alignment: 16)
         let (ep, tfd, wfd) = (epfd, timerfd, wakefd)
-        var e = syscallStatus { cs_epoll_ctl(ep, EPOLL_CTL_ADD, tfd, EPOLLIN.rawValue, Self.timerToken) }
-        if e == 0 { e = syscallStatus { cs_epoll_ctl(ep, EPOLL_CTL_ADD, wfd, EPOLLIN.rawValue, Self.wakeToken) } }
+        var e = syscallStatus { cs_epoll_ctl(ep, EPOLL_CTL_ADD, tfd, EPOLLIN.rawValue, Self.timerfdEpollData) }
+        if e == 0 { e = syscallStatus { cs_epoll_ctl(ep, EPOLL_CTL_ADD, wfd, EPOLLIN.rawValue, Self.wakeEpollData) } }
         guard e == 0 else { throw LoopError(operation: "epoll_ctl (timerfd/eventfd)", errno: e) }
     }
 
@@ -192,10 +195,10 @@ public final class EventLoop: @unchecked Sendable {
         for i in 0..<n {
             let data = cs_epoll_event_data(events, Int32(i))
             let flags = cs_epoll_event_events(events, Int32(i))
-            if data == Self.timerToken {
+            if data == Self.timerfdEpollData {
                 drainCounter(timerfd, "timerfd")
                 armedDeadline = .max
-            } else if data == Self.wakeToken {
+            } else if data == Self.wakeEpollData {
                 drainCounter(wakefd, "eventfd")
                 runTasks()
             } else {

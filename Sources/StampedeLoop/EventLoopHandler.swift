@@ -39,5 +39,5 @@ public protocol EventLoopHandler: AnyObject {
     /// The write queue fell below the low-water mark after having passed the high-water mark.
     func writable(_ id: ConnectionID, loop: EventLoop)
     /// A timer scheduled with `schedule(at:token:)` is due.
-    func timerFired(token: UInt64, deadline: UInt64, loop: EventLoop)
+    func timerFired(_ token: TimerToken, deadline: UInt64, loop: EventLoop)
 }

@@ -62,7 +62,8 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
     static let maxMessageBytes = 1 << 20
     /// How long a client gets to answer a drop's close frame before its connection is closed anyway.
     static let dropCloseGraceNs: UInt64 = 2_000_000_000
-    static let dropGraceTimer: UInt64 = 1
+    /// The server's one timer: the end of a drop's grace period.
+    static let dropGraceTimer = TimerToken(kind: 1)
     /// Close code and reason of a clean drop: 1012 "service restart" (IANA close code registry).
     static let serviceRestartCode: UInt16 = 1012
     static let serviceRestartReason: StaticString = "service restart"
@@ -179,7 +180,7 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
     }
 
     public func writable(_ id: ConnectionID, loop: EventLoop) {}
-    public func timerFired(token: UInt64, deadline: UInt64, loop: EventLoop) {
+    public func timerFired(_ token: TimerToken, deadline: UInt64, loop: EventLoop) {
         guard token == Self.dropGraceTimer else { return }
         // Clients that did not answer the drop's close frame in time are closed anyway. A later
         // drop's connections, still in their grace period, stay for their own timer.

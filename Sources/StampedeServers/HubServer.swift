@@ -329,17 +329,17 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
 
     public func writable(_ id: ConnectionID, loop: EventLoop) {}
 
-    public func timerFired(token: UInt64, deadline: UInt64, loop: EventLoop) {
-        let (kind, index, generation) = HubTimer.decode(token)
-        switch kind {
-        case HubTimer.connection:
+    public func timerFired(_ token: TimerToken, deadline: UInt64, loop: EventLoop) {
+        let (index, generation) = (token.index, token.epoch)
+        switch token.kind(as: HubTimer.self) {
+        case .connection:
             guard index < connections.count, let c = connections[index], c.generation == generation, !c.disposed else { return }
             if deadline >= c.nextWake { c.nextWake = .max }
             evaluate(c, now: EventLoop.now())
             if !c.disposed { scheduleNext(c) }
-        case HubTimer.stream:
+        case .stream:
             streamTick(index, generation: generation, deadline: deadline)
-        default:
+        case nil:
             break
         }
     }

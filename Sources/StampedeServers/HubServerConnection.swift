@@ -293,7 +293,7 @@ extension HubServer {
     func wake(_ c: HubConnection, at deadline: UInt64) {
         guard deadline < c.nextWake else { return }
         c.nextWake = deadline
-        loop.schedule(at: deadline, token: HubTimer.token(kind: HubTimer.connection, index: c.index, generation: c.generation))
+        loop.schedule(at: deadline, token: TimerToken(HubTimer.connection, slot: c.index, epoch: c.generation))
     }
 
     func scheduleNext(_ c: HubConnection) {

@@ -543,7 +543,7 @@ extension HubServer {
             return
         }
         let next = streams[index].delayNs == 0 ? EventLoop.now() : deadline + streams[index].delayNs
-        loop.schedule(at: next, token: HubTimer.token(kind: HubTimer.stream, index: index, generation: generation))
+        loop.schedule(at: next, token: TimerToken(HubTimer.stream, slot: index, epoch: generation))
     }
 
     func finishStream(_ c: HubConnection, _ index: Int) {

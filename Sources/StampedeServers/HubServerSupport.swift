@@ -28,20 +28,12 @@ struct HubTokenKey: Hashable {
     }
 }
 
-/// Timer tokens: bits 56–62 the kind, 32–55 a table index, 0–31 that slot's generation, so a
-/// timer for a disposed connection or a finished stream is recognised and dropped (the loop's
-/// timers cannot be cancelled). Bit 63 belongs to the loop.
-enum HubTimer {
-    static let connection: UInt64 = 1
-    static let stream: UInt64 = 2
-
-    static func token(kind: UInt64, index: Int, generation: UInt32) -> UInt64 {
-        kind << 56 | UInt64(index & 0xFF_FFFF) << 32 | UInt64(generation)
-    }
-
-    static func decode(_ token: UInt64) -> (kind: UInt64, index: Int, generation: UInt32) {
-        ((token >> 56) & 0x7F, Int((token >> 32) & 0xFF_FFFF), UInt32(truncatingIfNeeded: token))
-    }
+/// The hub server's timers (`TimerToken` kinds): a connection's next check, or a stream's
+/// next item. The token's slot is the table index and its epoch that slot's generation, so a
+/// timer for a disposed connection or a finished stream is recognised and dropped.
+enum HubTimer: UInt8 {
+    case connection = 1
+    case stream = 2
 }
 
 enum HubBytes {

@@ -232,7 +232,7 @@ public final class RestServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
 
     public func writable(_ id: ConnectionID, loop: EventLoop) {}
 
-    public func timerFired(token: UInt64, deadline: UInt64, loop: EventLoop) {}
+    public func timerFired(_ token: TimerToken, deadline: UInt64, loop: EventLoop) {}
 
     public func received(_ id: ConnectionID, buffer: UnsafeMutableRawBufferPointer, loop: EventLoop) -> Int {
         let i = Int(id.index)

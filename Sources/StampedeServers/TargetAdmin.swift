@@ -126,7 +126,7 @@ public final class TargetAdmin: EventLoopHandler, @unchecked Sendable {
     }
 
     public func writable(_ id: ConnectionID, loop: EventLoop) {}
-    public func timerFired(token: UInt64, deadline: UInt64, loop: EventLoop) {}
+    public func timerFired(_ token: TimerToken, deadline: UInt64, loop: EventLoop) {}
 
     // MARK: Requests
 

@@ -39,7 +39,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
 
     public enum Phase: Sendable, Equatable { case idle, rampUp, messages, draining, closing }
 
-    enum TimerKind: UInt64 { case connect = 1, send = 2, reconnect = 3, heartbeatSweep = 4, stallEnd = 5 }
+    enum TimerKind: UInt8 { case connect = 1, send = 2, reconnect = 3, heartbeatSweep = 4, stallEnd = 5 }
 
     public let ws: WebSocketClients
     public let plan: Plan
@@ -58,7 +58,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     let reconnectPolicy: ReconnectPolicy
     var everOpened: [Bool]
     var reconnectTimeline: [ReconnectTimeline]
-    var sendEpoch: [UInt16]
+    var sendEpoch: [UInt32]
     var waitingToReconnect = 0
     /// Clients between losing their connection and getting it back (their send chain goes on).
     var reconnecting: [Bool]
@@ -107,9 +107,9 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     public func beginRampUp(startNs: UInt64) {
         phase = .rampUp
         for (k, g) in plan.globalIndices.enumerated() {
-            ws.schedule(at: schedule.connectTime(start: startNs, globalIndex: g), applicationToken: token(.connect, k))
+            ws.schedule(at: schedule.connectTime(start: startNs, globalIndex: g), token: token(.connect, k))
         }
-        if plan.heartbeat != nil { ws.schedule(at: startNs + 250_000_000, applicationToken: token(.heartbeatSweep, 0)) }
+        if plan.heartbeat != nil { ws.schedule(at: startNs + 250_000_000, token: token(.heartbeatSweep, 0)) }
     }
 
     /// Starts sending. Open model: client g's messages are intended at
@@ -120,7 +120,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         for (k, g) in plan.globalIndices.enumerated() where ws.state(of: k) == .open {
             let first = schedule.firstSend(start: startNs, globalIndex: g, random: &ws.random)
             scheduleStartNs[k] = first
-            if schedule.isInPhase(first) { ws.schedule(at: first, applicationToken: token(.send, k)) }
+            if schedule.isInPhase(first) { ws.schedule(at: first, token: token(.send, k)) }
         }
     }
 
@@ -163,10 +163,9 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
 
     // MARK: Sending
 
-    /// Timer token: kind, the client's send-chain epoch (so a chain replaced after a reconnect
-    /// stops), and the client.
-    @inline(__always) func token(_ kind: TimerKind, _ client: Int) -> UInt64 {
-        kind.rawValue << 48 | UInt64(sendEpoch[client]) << 32 | UInt64(client)
+    /// A timer of `client`'s, in its current send chain (so a chain replaced after a reconnect stops).
+    @inline(__always) func token(_ kind: TimerKind, _ client: Int) -> TimerToken {
+        TimerToken(kind, slot: client, epoch: sendEpoch[client])
     }
 
     @inline(__always)
@@ -195,21 +194,21 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
 
     // MARK: WebSocketApplication
 
-    public func applicationTimer(token: UInt64, deadline: UInt64) {
-        let k = Int(token & 0xFFFF_FFFF)
-        let epoch = UInt16(truncatingIfNeeded: token >> 32)
-        switch TimerKind(rawValue: token >> 48) {
+    public func applicationTimer(_ token: TimerToken, deadline: UInt64) {
+        let k = token.index
+        let epoch = token.epoch
+        switch token.kind(as: TimerKind.self) {
         case .connect:
             notYetStarted -= 1
             if phase == .rampUp { ws.connect(k) }
         case .heartbeatSweep:
             heartbeatSweep(now: EventLoop.now())
-            if phase != .closing { ws.schedule(at: deadline + 250_000_000, applicationToken: token) }
+            if phase != .closing { ws.schedule(at: deadline + 250_000_000, token: token) }
         case .stallEnd:
-            // The storm index rides in the epoch field: only the stall of that storm ends here.
+            // A stall's epoch is its storm's index: only the stall of that storm ends here.
             guard ws.isReadingPaused(k) else { return }
             ws.pauseReading(k, false)
-            if stormTrack[k].storm == Int32(epoch) { stormBook.recovered(&stormTrack[k], nowNs: EventLoop.now()) }
+            if stormTrack[k].storm == Int32(truncatingIfNeeded: epoch) { stormBook.recovered(&stormTrack[k], nowNs: EventLoop.now()) }
         case .reconnect:
             waitingToReconnect -= 1
             guard phase == .messages || phase == .draining || phase == .rampUp else { return }
@@ -225,7 +224,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
                 dueSequence[k] += 1
                 if plan.whileDisconnected == .drop { dropDue(k) }
                 let next = deadline + schedule.intervalNs
-                if schedule.isInPhase(next) { ws.schedule(at: next, applicationToken: token) }
+                if schedule.isInPhase(next) { ws.schedule(at: next, token: token) }
                 return
             }
             switch plan.loadModel {
@@ -234,7 +233,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
                 if ws.isBackedUp(k) { ws.metrics.count(.sendsDeferred) }
                 sendDue(k)
                 let next = deadline + schedule.intervalNs
-                if schedule.isInPhase(next) { ws.schedule(at: next, applicationToken: token) }
+                if schedule.isInPhase(next) { ws.schedule(at: next, token: token) }
             case .closed:
                 let seq = nextSequence[k]
                 nextSequence[k] = seq + 1
@@ -321,9 +320,9 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
             nextSequence[k] = max(nextSequence[k], seqNow)
             dueSequence[k] = nextSequence[k]
             let next = schedule.intended(first: first, sequence: nextSequence[k])
-            if schedule.isInPhase(next) { ws.schedule(at: next, applicationToken: token(.send, k)) }
+            if schedule.isInPhase(next) { ws.schedule(at: next, token: token(.send, k)) }
         case .closed:
-            if let next = schedule.nextAfterReply(now: now) { ws.schedule(at: next, applicationToken: token(.send, k)) }
+            if let next = schedule.nextAfterReply(now: now) { ws.schedule(at: next, token: token(.send, k)) }
         }
     }
 
@@ -341,7 +340,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
             ws.metrics.record(.roundTrip, nanoseconds: now &- stamp.intendedNs)
             ws.metrics.record(.roundTripUncorrected, nanoseconds: now &- stamp.actualNs)
             if plan.loadModel == .closed && phase == .messages {
-                if let next = schedule.nextAfterReply(now: now) { ws.schedule(at: next, applicationToken: token(.send, k)) }
+                if let next = schedule.nextAfterReply(now: now) { ws.schedule(at: next, token: token(.send, k)) }
             }
         } else {
             ws.metrics.count(.fanoutReceived)
@@ -370,7 +369,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         if let next = reconnectTimeline[k].failed(atNs: EventLoop.now(), policy: reconnectPolicy, unitRandom: ws.random.unit()) {
             waitingToReconnect += 1
             reconnecting[k] = true
-            ws.schedule(at: next, applicationToken: token(.reconnect, k))
+            ws.schedule(at: next, token: token(.reconnect, k))
         } else {
             reconnecting[k] = false
             dropDue(k)  // queued messages that will never get a connection
@@ -397,7 +396,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
             case .stall:
                 guard index >= 0 else { continue }
                 ws.pauseReading(k, true)
-                ws.schedule(at: atNs + stallNs, applicationToken: TimerKind.stallEnd.rawValue << 48 | UInt64(index) << 32 | UInt64(k))
+                ws.schedule(at: atNs + stallNs, token: TimerToken(TimerKind.stallEnd, slot: k, epoch: UInt32(index)))
             }
         }
     }

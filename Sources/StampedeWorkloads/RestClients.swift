@@ -126,7 +126,7 @@ public final class RestClients: EventLoopHandler, LoopWorkload, @unchecked Senda
     public private(set) var totalOutstanding: UInt64 = 0
     public var reconnectingCount: Int { 0 }
 
-    enum TimerKind: UInt64 { case connect = 1, poll = 2, firstByte = 3, response = 4, stallEnd = 5 }
+    enum TimerKind: UInt8 { case connect = 1, poll = 2, firstByte = 3, response = 4, stallEnd = 5 }
 
     public init(loop: EventLoop, plan: RestPlan, random: FastRandom) {
         self.loop = loop
@@ -245,8 +245,8 @@ public final class RestClients: EventLoopHandler, LoopWorkload, @unchecked Senda
 
     // MARK: Scheduling
 
-    @inline(__always) func token(_ kind: TimerKind, _ index: Int, epoch: UInt32 = 0) -> UInt64 {
-        kind.rawValue << 52 | UInt64(epoch & 0xF_FFFF) << 32 | UInt64(index)
+    @inline(__always) func token(_ kind: TimerKind, _ index: Int, epoch: UInt32 = 0) -> TimerToken {
+        TimerToken(kind, slot: index, epoch: epoch)
     }
 
     func schedulePoll(_ q: Int, at t: UInt64) {
@@ -268,10 +268,11 @@ public final class RestClients: EventLoopHandler, LoopWorkload, @unchecked Senda
         if phase == .messages { schedulePoll(q, at: t) }
     }
 
-    public func timerFired(token: UInt64, deadline: UInt64, loop: EventLoop) {
-        let index = Int(token & 0xFFFF_FFFF)
-        let epoch = UInt32((token >> 32) & 0xF_FFFF)
-        switch TimerKind(rawValue: token >> 52) {
+    public func timerFired(_ token: TimerToken, deadline: UInt64, loop: EventLoop) {
+        let index = token.index
+        let epoch = token.epoch
+        let kind = token.kind(as: TimerKind.self)
+        switch kind {
         case .connect:
             notYetStarted -= 1
             guard phase == .rampUp else { return }
@@ -279,7 +280,7 @@ public final class RestClients: EventLoopHandler, LoopWorkload, @unchecked Senda
             openConnection(index * poolSize)
         case .poll:
             let q = index
-            guard UInt32(polls[q].epoch) == epoch & 0xFFFF, phase == .messages, !polls[q].stopped else { return }
+            guard UInt32(polls[q].epoch) == epoch, phase == .messages, !polls[q].stopped else { return }
             let k = q / resourceCount
             // A schedule this far behind has long stopped meaning anything; end it rather than trap.
             guard !clients[k].stopped, polls[q].dueSequence < UInt32.max else { return }
@@ -288,8 +289,8 @@ public final class RestClients: EventLoopHandler, LoopWorkload, @unchecked Senda
             dispatch(k)
         case .firstByte, .response:
             let c = index
-            guard connections[c].epoch & 0xF_FFFF == epoch, connections[c].state == .busy else { return }
-            if TimerKind(rawValue: token >> 52) == .firstByte && connections[c].status != 0 {
+            guard connections[c].epoch == epoch, connections[c].state == .busy else { return }
+            if kind == .firstByte && connections[c].status != 0 {
                 let wholeDeadline = connections[c].sentNs + nanoseconds(plan.spec.responseTimeoutSeconds)
                 if deadline < wholeDeadline {
                     loop.schedule(at: wholeDeadline, token: self.token(.response, c, epoch: connections[c].epoch))
@@ -302,7 +303,7 @@ public final class RestClients: EventLoopHandler, LoopWorkload, @unchecked Senda
             dispatch(c / poolSize)
         case .stallEnd:
             let c = index
-            guard connections[c].epoch & 0xF_FFFF == epoch, connections[c].state != .none, loop.isReadingPaused(connections[c].id) else { return }
+            guard connections[c].epoch == epoch, connections[c].state != .none, loop.isReadingPaused(connections[c].id) else { return }
             loop.pauseReading(connections[c].id, false)
             stormBook.recovered(&clients[c / poolSize].storm, nowNs: EventLoop.now())
         case nil:

@@ -28,7 +28,8 @@ public protocol WebSocketApplication: AnyObject {
     func webSocketWritable(client: Int)
     /// A pong arrived (answering our ping).
     func webSocketPong(client: Int, payload: UnsafeRawBufferPointer)
-    func applicationTimer(token: UInt64, deadline: UInt64)
+    /// A timer the application scheduled with `WebSocketClients.schedule(at:token:)` is due.
+    func applicationTimer(_ token: TimerToken, deadline: UInt64)
 }
 
 /// Where clients connect and how.
@@ -92,7 +93,8 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
     public private(set) var openCount = 0
     public private(set) var inFlightConnects = 0
 
-    enum TimerKind: UInt64 { case application = 0, upgradeTimeout = 1, closeTimeout = 2 }
+    /// This runtime's own timers (`TimerToken.Layer.connection`); the application's pass through.
+    enum TimerKind: UInt8 { case upgradeTimeout, closeTimeout }
 
     public init(loop: EventLoop, endpoint: WebSocketEndpoint, clientCount: Int, random: FastRandom) {
         self.loop = loop
@@ -181,8 +183,10 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
         clients[client].state == .open && loop.isReadingPaused(clients[client].connection)
     }
 
-    public func schedule(at deadline: UInt64, applicationToken: UInt64) {
-        loop.schedule(at: deadline, token: applicationToken & 0x00FF_FFFF_FFFF_FFFF)
+    /// Schedules one of the application's timers (`layer` `.application`).
+    public func schedule(at deadline: UInt64, token: TimerToken) {
+        precondition(token.layer == .application, "the application's timers are of the application layer")
+        loop.schedule(at: deadline, token: token)
     }
 
     // MARK: Internals
@@ -203,8 +207,7 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
     }
 
     func scheduleInternal(_ kind: TimerKind, client: Int, at deadline: UInt64) {
-        let token = kind.rawValue << 56 | UInt64(clients[client].epoch & 0xFF_FFFF) << 32 | UInt64(client)
-        loop.schedule(at: deadline, token: token)
+        loop.schedule(at: deadline, token: TimerToken(layer: .connection, kind, slot: client, epoch: clients[client].epoch))
     }
 
     /// Carries out a step of the close handshake: its Close frame, then what it says about TCP,
@@ -377,15 +380,13 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
         application.webSocketWritable(client: c)
     }
 
-    public func timerFired(token: UInt64, deadline: UInt64, loop: EventLoop) {
-        let kind = TimerKind(rawValue: token >> 56) ?? .application
-        if kind == .application {
-            application.applicationTimer(token: token, deadline: deadline)
+    public func timerFired(_ token: TimerToken, deadline: UInt64, loop: EventLoop) {
+        guard token.layer == .connection else {
+            application.applicationTimer(token, deadline: deadline)
             return
         }
-        let c = Int(token & 0xFFFF_FFFF)
-        let epoch = UInt32((token >> 32) & 0xFF_FFFF)
-        guard c < clients.count, clients[c].epoch & 0xFF_FFFF == epoch else { return }
+        let c = token.index
+        guard c < clients.count, clients[c].epoch == token.epoch, let kind = token.kind(as: TimerKind.self) else { return }
         switch kind {
         case .upgradeTimeout:
             guard clients[c].state == .upgrading else { return }
@@ -395,8 +396,6 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
             guard clients[c].state == .closing else { return }
             loop.close(clients[c].connection)
             finishClosing(c)
-        case .application:
-            break
         }
     }
 }

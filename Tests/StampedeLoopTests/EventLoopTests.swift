@@ -125,7 +125,7 @@ import Glibc
         let ms: UInt64 = 1_000_000
         // (deadline offset in ms, token), pushed out of order; 5, 6 and 7 share a deadline.
         let plan: [(UInt64, UInt64)] = [(30, 3), (10, 1), (50, 5), (20, 2), (50, 6), (0, 0), (40, 4), (50, 7)]
-        t.sync { loop in for (offset, token) in plan { loop.schedule(at: now + offset * ms, token: token) } }
+        t.sync { loop in for (offset, token) in plan { loop.schedule(at: now + offset * ms, token: TimerToken(testNumber: token)) } }
         t.handler.wait("8 timers") { $0.events.count == plan.count }
         let fired = t.handler.events.compactMap { e -> (UInt64, UInt64, UInt64)? in
             if case .timer(let token, let deadline, let at) = e { (token, deadline, at) } else { nil }
@@ -143,9 +143,9 @@ import Glibc
         defer { t.shutdown() }
         // Deadline 0 (long past), then one earlier than an armed later one.
         t.sync { loop in
-            loop.schedule(at: EventLoop.now() + 200_000_000, token: 3)
-            loop.schedule(at: 0, token: 1)
-            loop.schedule(at: EventLoop.now() + 1_000_000, token: 2)
+            loop.schedule(at: EventLoop.now() + 200_000_000, token: TimerToken(testNumber: 3))
+            loop.schedule(at: 0, token: TimerToken(testNumber: 1))
+            loop.schedule(at: EventLoop.now() + 1_000_000, token: TimerToken(testNumber: 2))
         }
         t.handler.wait("3 timers") { $0.events.count == 3 }
         #expect(t.handler.events.compactMap { if case .timer(let token, _, _) = $0 { token } else { nil } } == [1, 2, 3] as [UInt64])
@@ -160,8 +160,8 @@ import Glibc
         t.sync { loop in
             loop.close(c)
             loop.close(listener)
-            loop.schedule(at: 0, token: c.packed)
-            loop.schedule(at: 0, token: listener.packed)
+            loop.schedule(at: 0, token: TimerToken(testNumber: c.packed))
+            loop.schedule(at: 0, token: TimerToken(testNumber: listener.packed))
         }
         func timerTokens() -> [UInt64] { t.handler.events.compactMap { if case .timer(let token, _, _) = $0 { token } else { nil } } }
         t.handler.wait("stale timers") { _ in timerTokens().count == 2 }
@@ -329,7 +329,7 @@ import Glibc
         #expect(t.sync { $0.queuedBytes(first) == 0 && !$0.isBackedUp(first) && $0.isAlive(second) })
         // A timer scheduled after the old connection's 1 ms connect timeout fires after it was handled:
         // the stale timeout must not report anything for either ID.
-        t.sync { $0.schedule(at: EventLoop.now() + 20_000_000, token: 99) }
+        t.sync { $0.schedule(at: EventLoop.now() + 20_000_000, token: TimerToken(testNumber: 99)) }
         t.handler.wait("marker timer") { $0.events.contains { if case .timer(99, _, _) = $0 { true } else { false } } }
         t.handler.wait("second connect") { $0.events.contains(.connected(second, error: 0)) }
         #expect(!t.handler.events.contains { if case .connected(let id, _) = $0 { id == first } else { false } })

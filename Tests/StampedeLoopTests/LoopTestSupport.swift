@@ -76,9 +76,9 @@ final class RecordingHandler: EventLoopHandler, @unchecked Sendable {
         record(.writable(id))
         onWritable?(id, loop)
     }
-    func timerFired(token: UInt64, deadline: UInt64, loop: EventLoop) {
+    func timerFired(_ token: TimerToken, deadline: UInt64, loop: EventLoop) {
         noteThread()
-        record(.timer(token: token, deadline: deadline, firedAt: EventLoop.now()))
+        record(.timer(token: token.testNumber, deadline: deadline, firedAt: EventLoop.now()))
     }
 
     private func noteThread() {
@@ -183,4 +183,10 @@ func pattern(_ count: Int, seed: UInt64 = 1) -> [UInt8] {
         while i < count { b[i] = UInt8(truncatingIfNeeded: rng.next()); i += 1 }
     }
     return out
+}
+
+extension TimerToken {
+    /// A test's timer carrying the number `n` (its slot and epoch), read back by `testNumber`.
+    init(testNumber n: UInt64) { self.init(kind: 0, slot: UInt32(truncatingIfNeeded: n), epoch: UInt32(truncatingIfNeeded: n >> 32)) }
+    var testNumber: UInt64 { UInt64(epoch) << 32 | UInt64(slot) }
 }

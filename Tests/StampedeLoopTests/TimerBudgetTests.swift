@@ -12,7 +12,7 @@ final class CatchUpHandler: EventLoopHandler, @unchecked Sendable {
     func received(_ id: ConnectionID, buffer: UnsafeMutableRawBufferPointer, loop: EventLoop) -> Int { buffer.count }
     func closed(_ id: ConnectionID, reason: CloseReason, loop: EventLoop) {}
     func writable(_ id: ConnectionID, loop: EventLoop) {}
-    func timerFired(token: UInt64, deadline: UInt64, loop: EventLoop) {
+    func timerFired(_ token: TimerToken, deadline: UInt64, loop: EventLoop) {
         fired.add(1, ordering: .relaxed)
         loop.schedule(at: deadline, token: token)
     }
@@ -23,7 +23,7 @@ final class CatchUpHandler: EventLoopHandler, @unchecked Sendable {
         let loop = try EventLoop()
         let handler = CatchUpHandler()
         loop.handler = handler
-        for token in 0..<3 as Range<UInt64> { loop.schedule(at: 0, token: token) }
+        for token in 0..<3 as Range<UInt64> { loop.schedule(at: 0, token: TimerToken(testNumber: token)) }
         loop.fireTimers()
         // Each re-scheduled itself into the past; none fired a second time in the same wake-up.
         #expect(handler.fired.load(ordering: .relaxed) == 3)
@@ -38,7 +38,7 @@ final class CatchUpHandler: EventLoopHandler, @unchecked Sendable {
         let loop = try EventLoop(configuration: configuration)
         let handler = CatchUpHandler()
         loop.handler = handler
-        for token in 0..<5 as Range<UInt64> { loop.schedule(at: 0, token: token) }
+        for token in 0..<5 as Range<UInt64> { loop.schedule(at: 0, token: TimerToken(testNumber: token)) }
         loop.fireTimers()
         #expect(handler.fired.load(ordering: .relaxed) == 2)
     }
@@ -48,7 +48,7 @@ final class CatchUpHandler: EventLoopHandler, @unchecked Sendable {
         let handler = CatchUpHandler()
         loop.handler = handler
         loop.start(name: "catch-up-test")
-        loop.execute { l in for token in 0..<100 as Range<UInt64> { l.schedule(at: 0, token: token) } }
+        loop.execute { l in for token in 0..<100 as Range<UInt64> { l.schedule(at: 0, token: TimerToken(testNumber: token)) } }
         // The loop keeps firing past-due timers, yet tasks get their turn between wake-ups.
         let started = Date()
         for _ in 0..<10 { _ = loop.submitAndWait { $0.scheduledTimers } }

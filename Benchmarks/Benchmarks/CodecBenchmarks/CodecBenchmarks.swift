@@ -35,7 +35,9 @@ let benchmarks: @Sendable () -> Void = {
     frameBenchmarks()
     webSocketSessionBenchmarks()
     hubBenchmarks()
+    hubSessionBenchmarks()
     httpBenchmarks()
+    httpSessionBenchmarks()
     histogramBenchmarks()
     referenceBenchmarks()
 }

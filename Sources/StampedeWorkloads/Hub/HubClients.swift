@@ -166,7 +166,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     var stormBook = StormBook()
     public var storms: [StormShard] { stormBook.shards }
 
-    enum TimerKind: UInt64 { case connect = 1, send = 2, handshakeTimeout = 3, reconnect = 4, keepAliveSweep = 5, closeTimeout = 6, stallEnd = 7 }
+    enum TimerKind: UInt8 { case connect = 1, send = 2, handshakeTimeout = 3, reconnect = 4, keepAliveSweep = 5, closeTimeout = 6, stallEnd = 7 }
 
     public init(loop: EventLoop, plan: HubPlan, address: SocketAddress, random: FastRandom) {
         self.loop = loop
@@ -241,22 +241,22 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
 
     // MARK: Timers
 
-    @inline(__always) func token(_ kind: TimerKind, _ client: Int, epoch: UInt32 = 0) -> UInt64 {
-        kind.rawValue << 52 | UInt64(epoch & 0xF_FFFF) << 32 | UInt64(client)
+    @inline(__always) func token(_ kind: TimerKind, _ client: Int, epoch: UInt32 = 0) -> TimerToken {
+        TimerToken(kind, slot: client, epoch: epoch)
     }
 
-    @inline(__always) func sendToken(_ k: Int) -> UInt64 { token(.send, k, epoch: clients[k].sendEpoch) }
+    @inline(__always) func sendToken(_ k: Int) -> TimerToken { token(.send, k, epoch: clients[k].sendEpoch) }
 
-    public func timerFired(token: UInt64, deadline: UInt64, loop: EventLoop) {
-        let k = Int(token & 0xFFFF_FFFF)
-        let epoch = UInt32((token >> 32) & 0xF_FFFF)
-        switch TimerKind(rawValue: token >> 52) {
+    public func timerFired(_ token: TimerToken, deadline: UInt64, loop: EventLoop) {
+        let k = token.index
+        let epoch = token.epoch
+        switch token.kind(as: TimerKind.self) {
         case .connect:
             notYetStarted -= 1
             if phase == .rampUp { start(k) }
         case .send:
             // A chain that was replaced (a restarted schedule) stops here.
-            guard clients[k].sendEpoch & 0xF_FFFF == epoch else { return }
+            guard clients[k].sendEpoch == epoch else { return }
             guard phase == .messages else { clients[k].sendChain = false; return }
             switch plan.loadModel {
             case .open:
@@ -281,24 +281,24 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
                 call(k, sequence: seq, intendedNs: deadline)
             }
         case .handshakeTimeout:
-            guard clients[k].epoch & 0xF_FFFF == epoch, clients[k].phase == .handshaking || clients[k].phase == .negotiating
+            guard clients[k].epoch == epoch, clients[k].phase == .handshaking || clients[k].phase == .negotiating
                     || clients[k].phase == .connecting else { return }
             fail(k, clients[k].phase == .handshaking ? .handshakeTimeout : .connectTimeout)
         case .reconnect:
-            guard clients[k].epoch & 0xF_FFFF == epoch, clients[k].phase == .waitingToReconnect else { return }
+            guard clients[k].epoch == epoch, clients[k].phase == .waitingToReconnect else { return }
             if phase == .closing { setPhase(k, .ended); return }
             start(k)
         case .closeTimeout:
-            guard clients[k].epoch & 0xF_FFFF == epoch, clients[k].phase == .closing else { return }
+            guard clients[k].epoch == epoch, clients[k].phase == .closing else { return }
             closeMain(k)
             closeSide(k)
             setPhase(k, .ended)
         case .stallEnd:
-            // The storm index rides in the epoch field: only the stall of that storm ends here.
+            // A stall's epoch is its storm's index: only the stall of that storm ends here.
             guard clients[k].mainState != .none, loop.isReadingPaused(clients[k].main) else { return }
             loop.pauseReading(clients[k].main, false)
             clients[k].lastReceivedNs = EventLoop.now()
-            if clients[k].storm.storm == Int32(epoch) { stormRecovered(k) }
+            if clients[k].storm.storm == Int32(truncatingIfNeeded: epoch) { stormRecovered(k) }
         case .keepAliveSweep:
             keepAliveSweep(now: EventLoop.now())
             if phase != .closing { loop.schedule(at: deadline + 1_000_000_000, token: token) }

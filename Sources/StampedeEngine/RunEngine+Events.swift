@@ -1,0 +1,95 @@
+import CStampedeLinux
+import Foundation
+import StampedeLoop
+import StampedeMetrics
+import StampedeReport
+import StampedeScenario
+import StampedeServers
+import StampedeWire
+import StampedeWorkloads
+import Synchronization
+
+// The scenario's events (storms, server faults, commands, churn) and what each did to the clients.
+extension RunEngine {
+    /// Merges every loop's view of each storm (read once, at the end).
+    func collectStorms() -> [StormRecord] {
+        var merged: [StormShard] = []
+        for (i, w) in workloads.enumerated() {
+            let shards = loops[i].submitAndWait { _ in w.storms }
+            for (n, shard) in shards.enumerated() {
+                if n >= merged.count { merged.append(StormShard()) }
+                merged[n].add(shard)
+            }
+        }
+        return scenario.events.enumerated().compactMap { index, event in
+            guard event.measuresRecovery else { return nil }
+            var fraction: Double? = nil
+            if case .storm(let f, _, _) = event.kind { fraction = f }
+            return StormRecord(number: index + 1, atSeconds: event.atSeconds, kind: event.kindName, mode: event.detail, fraction: fraction,
+                               shard: index < merged.count ? merged[index] : StormShard(), window: windows[index] ?? EventWindow(),
+                               command: commandRuns[index]?.finished, faultError: faultErrors[index])
+        }
+    }
+
+    // MARK: Events
+
+    /// Starts event `index` at its own instant `atNs` on every loop, so recovery times share one origin.
+    func start(_ event: ScenarioEvent, index: Int, atNs: UInt64) {
+        if event.measuresRecovery {
+            _ = collectInterval(final: false)  // what came before belongs to the previous window
+            currentWindow = index
+        }
+        switch event.kind {
+        case .storm(let fraction, let mode, let stall):
+            let stallNs = nanoseconds(stall)
+            for (i, w) in workloads.enumerated() {
+                loops[i].execute { _ in w.storm(index: index, atNs: atNs, fraction: fraction, mode: mode, stallNs: stallNs) }
+            }
+        case .server(let fault):
+            for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.watch(index: index, atNs: atNs) } }
+            if let problem = applyServerFault(fault) {
+                faultErrors[index] = problem
+                warnings.append("event \(index + 1) (server \(fault)): \(problem)")
+            }
+        case .command(let command):
+            for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.watch(index: index, atNs: atNs) } }
+            let folder = scenario.file.isEmpty ? "" : URL(fileURLWithPath: scenario.file).deletingLastPathComponent().path
+            commandRuns[index] = ExternalCommandRun(number: index + 1, command: command, workingDirectory: folder)
+        case .churn(let rate, let length):
+            activeChurns.append(ChurnState(ratePerSecond: rate, endNs: atNs + nanoseconds(length), lastNs: atNs))
+        }
+    }
+
+    /// A churn event under way: clients due to leave and rejoin are handed out to the loops once
+    /// per tick, the fraction carried over.
+    struct ChurnState {
+        var ratePerSecond: Double
+        var endNs: UInt64
+        var lastNs: UInt64
+        var carry = 0.0
+        var rotation = 0
+    }
+
+    func runChurn(until phaseEndNs: UInt64) {
+        guard !activeChurns.isEmpty else { return }
+        let now = EventLoop.now()
+        for c in activeChurns.indices {
+            let until = min(now, activeChurns[c].endNs, phaseEndNs)
+            guard until > activeChurns[c].lastNs else { continue }
+            activeChurns[c].carry += activeChurns[c].ratePerSecond * Double(until - activeChurns[c].lastNs) / 1e9
+            activeChurns[c].lastNs = until
+            let due = Int(activeChurns[c].carry)
+            guard due > 0 else { continue }
+            activeChurns[c].carry -= Double(due)
+            let n = workloads.count
+            for j in 0..<n {
+                let i = (j + activeChurns[c].rotation) % n
+                let share = due / n + (j < due % n ? 1 : 0)
+                guard share > 0 else { continue }
+                loops[i].execute { [w = workloads[i]] _ in w.churn(count: share) }
+            }
+            activeChurns[c].rotation += 1
+        }
+        activeChurns.removeAll { $0.lastNs >= $0.endNs }
+    }
+}

@@ -1,0 +1,139 @@
+import CStampedeLinux
+import Foundation
+import StampedeLoop
+import StampedeMetrics
+import StampedeReport
+import StampedeScenario
+import StampedeServers
+import StampedeWire
+import StampedeWorkloads
+import Synchronization
+
+// The engine's clock: every 100 ms a tick reads the loops' gauges; every second the loops'
+// measurements are merged into the totals, a time-series row and the progress line.
+extension RunEngine {
+    // MARK: Ticks and intervals
+
+    struct LoopState: Sendable {
+        var open = 0, inFlight = 0, notYetStarted = 0, outstanding: UInt64 = 0, sent: UInt64 = 0, fanout: UInt64 = 0
+    }
+
+    struct TickState {
+        var open = 0, inFlight = 0, notYetStarted = 0, outstanding: UInt64 = 0
+        /// Counts since the last interval boundary (not yet in `totals`).
+        var sentSinceInterval: UInt64 = 0, fanoutSinceInterval: UInt64 = 0
+    }
+
+    /// Sleeps 100 ms, then reads every loop's gauges; on a second boundary merges their measurements.
+    func tick() -> TickState {
+        Thread.sleep(forTimeInterval: 0.1)
+        if EventLoop.now() - lastIntervalNs >= 1_000_000_000 { _ = collectInterval(final: false) }
+        var t = TickState()
+        for (i, w) in workloads.enumerated() {
+            let s = loops[i].submitAndWait { _ in
+                LoopState(open: w.openCount, inFlight: w.inFlightConnects, notYetStarted: w.notYetStarted,
+                          outstanding: w.totalOutstanding, sent: w.metrics[.messagesSent], fanout: w.metrics[.fanoutReceived])
+            }
+            t.open += s.open; t.inFlight += s.inFlight; t.notYetStarted += s.notYetStarted; t.outstanding += s.outstanding
+            t.sentSinceInterval += s.sent; t.fanoutSinceInterval += s.fanout
+        }
+        peakOpen = max(peakOpen, t.open)
+        lastOpen = t.open
+        return t
+    }
+
+    struct IntervalData: Sendable {
+        var metrics: MetricsShard
+        var open: Int
+        var connecting: Int
+        var reconnecting: Int
+        var timerLagNs: UInt64
+        var cpuNs: UInt64
+    }
+
+    /// Takes each loop's measurements since the last boundary (resetting them there), merges them,
+    /// adds them to the totals, and appends a time-series row.
+    func collectInterval(final: Bool) -> MetricsShard {
+        let now = EventLoop.now()
+        var merged = MetricsShard()
+        var open = 0, connecting = 0, reconnecting = 0
+        var lag: UInt64 = 0
+        for (i, w) in workloads.enumerated() {
+            let d = loops[i].submitAndWait { loop in
+                let cpu = cs_thread_cpu_ns()
+                let data = IntervalData(metrics: w.metrics, open: w.openCount, connecting: w.inFlightConnects, reconnecting: w.reconnectingCount,
+                                        timerLagNs: loop.takeMaxTimerLag(), cpuNs: cpu)
+                w.metrics.reset()
+                return data
+            }
+            merged.add(d.metrics)
+            open += d.open
+            connecting += d.connecting
+            reconnecting += d.reconnecting
+            lag = max(lag, d.timerLagNs)
+            cpuSeen[i] = d.cpuNs
+        }
+        let loopCPUNs = cpuSeen.values.reduce(0, +)
+        let processCPUNs = cs_process_cpu_ns()
+        let wall = Double(now - lastIntervalNs)
+        var processPercent = 0.0, loopPercent = 0.0
+        if wall >= 0.5e9 && lastProcessCPUNs > 0 {
+            processPercent = Double(processCPUNs &- lastProcessCPUNs) / wall * 100
+            loopPercent = Double(loopCPUNs &- clientLoopCPUNs) / wall * 100
+            peakProcessCPUPercent = max(peakProcessCPUPercent, processPercent)
+            peakLoopCPUPercent = max(peakLoopCPUPercent, loopPercent)
+        }
+        lastProcessCPUNs = processCPUNs
+        clientLoopCPUNs = loopCPUNs
+        totals.add(merged)
+        let rssNow = residentBytes()
+        // The interval belongs to the window of the latest event before it (or to the baseline).
+        if let current = currentWindow {
+            windows[current, default: EventWindow()].add(connectPhaseOf: merged)
+            windows[current]!.messagesLost += merged[.messagesLost]
+            windows[current]!.peakProcessCPUPercent = max(windows[current]!.peakProcessCPUPercent, processPercent)
+            windows[current]!.peakClientLoopCPUPercent = max(windows[current]!.peakClientLoopCPUPercent, loopPercent)
+            windows[current]!.peakResidentBytes = max(windows[current]!.peakResidentBytes, rssNow)
+        } else {
+            baselineWindow.add(connectPhaseOf: merged)
+        }
+        peakOpen = max(peakOpen, open)
+        peakRSS = max(peakRSS, rssNow)
+        let elapsed = seconds(now - runStartNs)
+        if phase == .messages || phase == .drain {
+            maxTimerLagNs = max(maxTimerLagNs, lag)
+            // Timers more than 10 ms late mean the generator, not the server, is adding latency.
+            if lag > 10_000_000 {
+                warnings.append(String(format: "generator: timers ran %.1f ms late at %.0f s; latency figures include generator delay", Double(lag) / 1e6, elapsed))
+            }
+        }
+        let shown = kind.progressLatency(merged)
+        var rtt = merged.histograms[shown[0].rawValue]
+        for m in shown.dropFirst() where merged.histograms[m.rawValue].totalCount > 0 { rtt.add(merged.histograms[m.rawValue]) }
+        let fan = merged.histograms[LatencyMetric.fanout.rawValue]
+        var sample = IntervalSample(
+            elapsedSeconds: elapsed, openConnections: open, messagesSent: merged[.messagesSent],
+            messagesReceived: merged[.messagesDelivered] + merged[.fanoutReceived],
+            errors: merged.errors.reduce(0, +),
+            p50Micros: rtt.totalCount > 0 ? rtt.valueAtPercentile(50) : 0,
+            p99Micros: rtt.totalCount > 0 ? rtt.valueAtPercentile(99) : 0)
+        sample.connecting = connecting
+        sample.reconnecting = reconnecting
+        if !final || sample.messagesSent + sample.messagesReceived + sample.errors > 0 { intervals.append(sample) }
+        let dt = max(seconds(now - lastIntervalNs), 0.001)
+        lastIntervalNs = now
+        progress.show(ProgressLine(elapsed: elapsed, phase: phase.rawValue, open: open, clients: scenario.clients,
+                                   sentPerSecond: Double(sample.messagesSent) / dt, receivedPerSecond: Double(sample.messagesReceived) / dt,
+                                   p50Micros: sample.p50Micros, p99Micros: sample.p99Micros, fanoutP99Micros: fan.totalCount > 0 ? fan.valueAtPercentile(99) : 0,
+                                   errors: totals.errors.reduce(0, +)))
+        return merged
+    }
+
+    /// This process's resident memory (/proc/self/statm), bytes; 0 if unreadable.
+    func residentBytes() -> UInt64 {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+        let fields = text.split(separator: " ")
+        guard fields.count > 1, let pages = UInt64(fields[1]) else { return 0 }
+        return pages * UInt64(sysconf(Int32(_SC_PAGESIZE)))
+    }
+}

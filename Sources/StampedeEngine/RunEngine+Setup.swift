@@ -1,0 +1,86 @@
+import CStampedeLinux
+import Foundation
+import StampedeLoop
+import StampedeMetrics
+import StampedeReport
+import StampedeScenario
+import StampedeServers
+import StampedeWire
+import StampedeWorkloads
+import Synchronization
+
+// Starting a run: the target (in this process, in a child `stampede serve`, or the scenario's
+// own) and one loop of clients per core, each made by the workload's `WorkloadKind`.
+extension RunEngine {
+    // MARK: Setup
+
+    func startTarget() throws(RunSetupError) -> ClientEndpoint {
+        guard scenario.target == .embedded else { return try kind.targetEndpoint(scenario) }
+        if targetInChildProcess {
+            let (address, port) = try startChildTarget()
+            return kind.embeddedEndpoint(scenario, address: address, port: port)
+        }
+        let loop: EventLoop
+        do { loop = try EventLoop(index: 1000) } catch { throw RunSetupError("cannot start the embedded target: \(error)") }
+        serverLoop = loop
+        let (server, endpoint) = try kind.startEmbeddedServer(on: loop, scenario)
+        embeddedServer = server
+        loop.start(name: "stampede-target")
+        return endpoint
+    }
+
+    func startLoops(count: Int, endpoint: ClientEndpoint) throws(RunSetupError) {
+        var token: String? = nil
+        if let source = scenario.hub?.accessToken {
+            do { token = try ScenarioLoader.resolveToken(source, scenarioFile: scenario.file) } catch { throw RunSetupError("\(error)") }
+        }
+        if let source = scenario.rest?.token {
+            do { token = try ScenarioLoader.resolveToken(source, scenarioFile: scenario.file, field: "rest.token") } catch { throw RunSetupError("\(error)") }
+        }
+        let headerLines = Array(scenario.headers.map { "\($0.name): \($0.value)\r\n" }.joined().utf8)
+        for i in 0..<count {
+            let loop: EventLoop
+            do { loop = try EventLoop(index: i) } catch { throw RunSetupError("cannot start event loop \(i): \(error)") }
+            let setup = LoopClientsSetup(scenario: scenario, loop: loop, endpoint: endpoint,
+                                         clients: Array(stride(from: i, to: scenario.clients, by: count)),
+                                         random: FastRandom(seed: scenario.seed &+ UInt64(i) &* 0x1000_0001),
+                                         token: token, headerLines: headerLines)
+            workloads.append(try kind.makeClients(setup))
+            loops.append(loop)
+            loop.start(name: "stampede-loop-\(i)")
+        }
+    }
+
+    func shutdown(interrupted: Bool) {
+        for l in loops { l.stop() }
+        for l in loops { l.join() }
+        serverLoop?.stop()
+        serverLoop?.join()
+        childTarget?.stop(graceSeconds: interrupted ? 0.3 : 3)
+    }
+
+    /// Starts `stampede serve --admin-port 0` and reads where it listens.
+    func startChildTarget() throws(RunSetupError) -> (SocketAddress, Int) {
+        guard let executable = options.stampedeExecutable else { throw RunSetupError("no stampede executable to run the target in") }
+        var arguments = ["serve", "--port", "0", "--admin-port", "0",
+                         "--max-seconds", String(Int(scenario.durationSeconds + scenario.drainSeconds
+                                                     + Double(scenario.clients) / scenario.connectRate + scenario.connectTimeoutSeconds * 4 + 120))]
+        let (workloadArguments, environment) = try kind.serveArguments(scenario)
+        arguments += workloadArguments
+        let child: ChildTarget
+        do { child = try ChildTarget(executable: executable, arguments: arguments, environment: environment) } catch {
+            throw RunSetupError("cannot start the target process: \(error)")
+        }
+        childTarget = child
+        guard let listening = child.waitForLine(prefix: "listening on ", seconds: 30, interrupt: options.interrupt),
+              let admin = child.waitForLine(prefix: "admin on http://127.0.0.1:", seconds: 5, interrupt: options.interrupt),
+              let port = Int(listening.split(separator: ":").last?.split(separator: "/").first ?? ""),
+              let adminPort = Int(admin.split(separator: ":").last ?? "") else {
+            if options.interrupt.isRaised { throw RunSetupError("interrupted while the target process started") }
+            throw RunSetupError("the target process did not start: \(child.errorOutput.suffix(500))")
+        }
+        childAdmin = AdminEndpoint(host: "127.0.0.1", port: adminPort)
+        progress.note("the embedded target runs in a child process (pid \(child.pid)): both ends of \(scenario.clients) connections do not fit in one process's file descriptors")
+        return (.ipv4(0x7F00_0001, port: UInt16(port)), port)
+    }
+}

@@ -1,0 +1,48 @@
+import StampedeLoop
+import StampedeScenario
+import StampedeServers
+import StampedeWorkloads
+
+/// The chat workload: WebSocket clients in one room against `ChatServer`.
+struct ChatKind: WorkloadKind {
+    func expectsFanout(_ scenario: Scenario) -> Bool { true }
+
+    func startEmbeddedServer(on loop: EventLoop, _ scenario: Scenario) throws(RunSetupError) -> (any FaultTarget, ClientEndpoint) {
+        let server: ChatServer
+        do { server = try ChatServer(loop: loop, address: Scenario.embeddedListenAddress) } catch { throw embeddedServerError(error) }
+        return (server, embeddedEndpoint(scenario, address: .ipv4(0x7F00_0001, port: server.port), port: Int(server.port)))
+    }
+
+    func serveArguments(_ scenario: Scenario) throws(RunSetupError) -> (arguments: [String], environment: [String: String]) { ([], [:]) }
+
+    func embeddedEndpoint(_ scenario: Scenario, address: SocketAddress, port: Int) -> ClientEndpoint {
+        endpoint(scenario, address: address, host: "127.0.0.1", path: "/chat")
+    }
+
+    func targetEndpoint(_ scenario: Scenario) throws(RunSetupError) -> ClientEndpoint {
+        guard case .webSocket(let url) = scenario.target else { throw RunSetupError("the chat workload cannot use target \(scenario.target)") }
+        return endpoint(scenario, address: try scenario.address(host: url.host, port: url.port), host: url.host, path: url.path)
+    }
+
+    func endpoint(_ s: Scenario, address: SocketAddress, host: String, path: String) -> ClientEndpoint {
+        let connectNs = nanoseconds(s.connectTimeoutSeconds)
+        return .webSocket(WebSocketEndpoint(address: address, host: host, path: path, subprotocol: s.subprotocol,
+                                            headers: s.headers.map { ($0.name, $0.value) },
+                                            connectTimeoutNs: connectNs, upgradeTimeoutNs: connectNs,
+                                            maxMessageBytes: s.maxMessageBytes, sourceAddresses: s.sourceAddressValues))
+    }
+
+    func makeClients(_ setup: LoopClientsSetup) throws(RunSetupError) -> any LoopWorkload {
+        guard case .webSocket(let ws) = setup.endpoint else { throw RunSetupError("the chat workload needs a WebSocket endpoint") }
+        let s = setup.scenario
+        let clients = WebSocketClients(loop: setup.loop, endpoint: ws, clientCount: setup.clients.count, random: setup.random)
+        var plan = ChatWorkload.Plan(totalClients: s.clients, globalIndices: setup.clients, connectRate: s.connectRate,
+                                     loadModel: s.loadModel, totalRate: s.message.ratePerSecond,
+                                     thinkTimeNs: nanoseconds(s.thinkTimeSeconds), messageSize: s.message.size, runTag: s.name)
+        plan.reconnect = s.reconnect
+        plan.heartbeat = s.heartbeat
+        plan.whileDisconnected = s.whileDisconnected
+        plan.seed = s.seed
+        return ChatWorkload(ws: clients, plan: plan)
+    }
+}
