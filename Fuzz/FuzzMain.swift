@@ -22,6 +22,7 @@ enum FuzzTarget: String, CaseIterable {
     case httpRequest = "http-request"
     case httpExchange = "http-exchange"
     case hubSession = "hub-session"
+    case webSocketSession = "websocket-session"
 
     func run(_ data: UnsafeRawBufferPointer) {
         switch self {
@@ -33,6 +34,7 @@ enum FuzzTarget: String, CaseIterable {
         case .httpRequest: fuzzHTTPRequest(data)
         case .httpExchange: fuzzHTTPExchange(data)
         case .hubSession: fuzzHubSession(data)
+        case .webSocketSession: fuzzWebSocketSession(data)
         }
     }
 }

@@ -63,6 +63,28 @@ ws_both("invalid-utf8", [(1, b"\xc3\x28", {})])
 write("websocket", "len64-top-bit", bytes([0x82, 0x7F, 0x80, 0, 0, 0, 0, 0, 0, 1]))
 write("websocket", "truncated", frame(1, b"Hello world")[:7])
 
+# --- WebSocket sessions: a control byte (see Fuzz/FuzzWebSocketSession.swift), then the peer's bytes.
+ACCEPT_101 = (b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+              b"Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n")
+
+
+def ws_session(name, control, frames, masked):
+    write("websocket-session", name, bytes([control]) + b"".join(frame(*f[:2], mask=KEY if masked else None, **f[2]) for f in frames))
+
+
+for masked in (False, True):
+    side = "-masked" if masked else ""
+    ws_session("messages" + side, 0x00, [(1, b"Hello", {}), (2, bytes(range(10)), {}), (9, b"p", {}), (10, b"", {})], masked)
+    ws_session("fragmented" + side, 0x10, [(1, b"Hel", {"fin": False}), (9, b"", {}), (0, b"lo", {})], masked)
+    ws_session("peer-close-1012" + side, 0x00, [(1, b"x", {}), (8, struct.pack(">H", 1012) + b"service restart", {})], masked)
+    ws_session("we-close-first" + side, 0x02 | 0x0C, [(1, b"late", {}), (10, b"", {}), (8, struct.pack(">H", 1000), {})], masked)
+    ws_session("close-unanswered" + side, 0x02 | 0x0C, [(1, b"late", {})], masked)
+    ws_session("too-big" + side, 0x10, [(2, bytes(300), {})], masked)
+    ws_session("bad-utf8" + side, 0x04, [(1, b"\xc3\x28", {})], masked)
+write("websocket-session", "upgrade-raw-accepted", b"\x01" + ACCEPT_101 + frame(1, b"hi"))
+write("websocket-session", "upgrade-raw-rejected", b"\x01HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n\r\n")
+write("websocket-session", "upgrade-raw-partial", b"\x0d" + ACCEPT_101[:40])
+
 # --- SignalR JSON hub protocol ------------------------------------------------------------------
 
 RS = "\x1e"

@@ -33,6 +33,7 @@ let benchmarks: @Sendable () -> Void = {
     )
     maskingBenchmarks()
     frameBenchmarks()
+    webSocketSessionBenchmarks()
     hubBenchmarks()
     hubSessionBenchmarks()
     httpBenchmarks()
