@@ -20,7 +20,6 @@ let package = Package(
                 .product(name: "StampedeWire", package: "stampede"),
                 .product(name: "StampedeSession", package: "stampede"),
                 .product(name: "StampedeMetrics", package: "stampede"),
-                .product(name: "StampedeSession", package: "stampede"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
             ],
