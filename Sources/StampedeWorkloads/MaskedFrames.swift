@@ -33,7 +33,14 @@ extension EventLoop {
     /// with `key`. Returns the bytes queued (0 when the step sends nothing).
     @discardableResult
     func writeMaskedClose(_ id: ConnectionID, _ step: WebSocketCloseHandshake.Step, key: UInt32) -> Int {
-        guard let payload = step.send else { return 0 }
+        writeMaskedClose(id, step.send, key: key)
+    }
+
+    /// Queues a Close frame with body `payload` on `id`, masked with `key`, if there is one.
+    /// Returns the bytes queued (0 for nil).
+    @discardableResult
+    func writeMaskedClose(_ id: ConnectionID, _ payload: WebSocketClosePayload?, key: UInt32) -> Int {
+        guard let payload else { return 0 }
         return writeMaskedFrame(id, opcode: .close, length: payload.count, key: key) { payload.write(into: $0) }
     }
 }

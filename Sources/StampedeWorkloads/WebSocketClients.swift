@@ -58,31 +58,33 @@ public struct WebSocketEndpoint: Sendable {
     }
 }
 
-/// The WebSocket client side of RFC 6455 for many simulated clients on one event loop: connect,
-/// upgrade, frame, answer pings, close handshakes, failures. Protocol decisions come from
-/// `WebSocketReceiver`; this class carries them out on the loop and counts every outcome.
+/// The runtime of the WebSocket client for many simulated clients on one event loop: it keeps
+/// the client table, connects, and carries out what each connection's `WebSocketClientSession`
+/// (StampedeSession: upgrade, frames, pings, the close handshake, every way a connection ends)
+/// asks for on the loop, counting every outcome in its metrics shard and calling the
+/// application's callbacks.
 public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
     public enum State: UInt8, Sendable { case idle, connecting, upgrading, open, closing, ended }
 
     struct Client {
-        var state: State = .idle
         var connection = ConnectionID(index: .max, generation: 0)
         /// Bumped on every connection attempt so stale timers are ignored.
         var epoch: UInt32 = 0
-        var key = ""
-        var receiver: WebSocketReceiver
+        /// The current connection's protocol state; nil until the first connect.
+        var session: WebSocketClientSession? = nil
         var connectStartNs: UInt64 = 0
-        var upgradeStartNs: UInt64 = 0
-        /// The close handshake: what to send and how the connection counts (`WebSocketCloseHandshake`).
-        var closing = WebSocketCloseHandshake(role: .client)
-        /// Request path for this connection when it differs from the endpoint's.
-        var path: String? = nil
+        /// Counted in `inFlightConnects` (TCP connect issued, not open or ended yet).
+        var inFlight = false
+        /// Counted in `openCount`.
+        var opened = false
         /// When anything last arrived (dead-server detection).
         var lastReceivedNs: UInt64 = 0
     }
 
     public let loop: EventLoop
     public let endpoint: WebSocketEndpoint
+    /// What every connection's session asks for (the endpoint's, path aside).
+    let configuration: WebSocketClientSession.Configuration
     public unowned(unsafe) var application: WebSocketApplication!
     /// This loop's measurements (shared with the application).
     public var metrics = MetricsShard()
@@ -100,11 +102,25 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
         self.loop = loop
         self.endpoint = endpoint
         self.random = random
-        clients = Array(repeating: Client(receiver: WebSocketReceiver(role: .client, maxMessageBytes: endpoint.maxMessageBytes)), count: clientCount)
+        configuration = WebSocketClientSession.Configuration(
+            host: endpoint.host, port: Int(endpoint.address.port), path: endpoint.path, subprotocol: endpoint.subprotocol,
+            headers: endpoint.headers, upgradeTimeoutNs: endpoint.upgradeTimeoutNs, closeTimeoutNs: endpoint.closeTimeoutNs,
+            maxMessageBytes: endpoint.maxMessageBytes)
+        clients = Array(repeating: Client(), count: clientCount)
         loop.handler = self
     }
 
-    public func state(of client: Int) -> State { clients[client].state }
+    public func state(of client: Int) -> State {
+        switch clients[client].session?.state {
+        case nil: .idle
+        case .connecting?: .connecting
+        case .upgrading?: .upgrading
+        case .open?: .open
+        case .closing?: .closing
+        case .ended?: .ended
+        }
+    }
+
     public func lastReceivedNs(of client: Int) -> UInt64 { clients[client].lastReceivedNs }
     public var clientCount: Int { clients.count }
 
@@ -112,20 +128,18 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
 
     /// Opens client `client`'s connection (TCP connect, then the upgrade), optionally to another path.
     public func connect(_ client: Int, path: String? = nil) {
-        guard clients[client].state == .idle || clients[client].state == .ended else { return }
-        clients[client].path = path
+        guard state(of: client) == .idle || state(of: client) == .ended else { return }
         clients[client].epoch &+= 1
-        clients[client].closing = WebSocketCloseHandshake(role: .client)
-        clients[client].receiver = WebSocketReceiver(role: .client, maxMessageBytes: endpoint.maxMessageBytes)
+        clients[client].session = WebSocketClientSession(configuration: configuration, path: path)
         metrics.count(.connectAttempts)
         let source = endpoint.sourceAddresses.isEmpty ? nil : endpoint.sourceAddresses[client % endpoint.sourceAddresses.count]
         clients[client].connectStartNs = EventLoop.now()
         switch loop.connect(to: endpoint.address, from: source, timeoutNs: endpoint.connectTimeoutNs) {
         case .failure(let error):
-            end(client, .connectFailed(ErrorClass.connectFailure(error.errno)))
+            carryOut(client, clients[client].session!.connectFailed(errno: error.errno))
         case .success(let id):
             clients[client].connection = id
-            clients[client].state = .connecting
+            clients[client].inFlight = true
             inFlightConnects += 1
             bind(id, to: client)
         }
@@ -134,7 +148,7 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
     /// Sends one frame, masked with a fresh key; `fill` writes exactly `length` payload bytes.
     @inline(__always)
     public func send(_ client: Int, opcode: WebSocketOpcode, length: Int, fin: Bool = true, fill: (UnsafeMutableRawPointer) -> Void) {
-        guard clients[client].state == .open else { return }
+        guard clients[client].session?.state == .open else { return }
         let queued = loop.writeMaskedFrame(clients[client].connection, opcode: opcode, fin: fin, length: length,
                                            key: UInt32(truncatingIfNeeded: random.next()), fill: fill)
         metrics.count(.bytesSent, UInt64(queued))
@@ -152,20 +166,14 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
     /// Starts the close handshake, or abandons a connection that is not open yet: that attempt
     /// counts as `interrupted`, since nothing timed out or failed; the run stopped waiting.
     public func close(_ client: Int, code: UInt16 = 1000) {
-        switch clients[client].state {
-        case .idle, .ended, .closing: return
-        case .connecting, .upgrading:
-            loop.close(clients[client].connection)
-            end(client, .connectFailed(.interrupted))
-        case .open:
-            carryOut(client, clients[client].closing.sending(code: code))
-        }
+        guard clients[client].session != nil else { return }
+        carryOut(client, clients[client].session!.close(code: code, now: EventLoop.now()))
     }
 
     /// Drops the TCP connection without a close handshake (`reset`: RST instead of FIN), counted
     /// as `reason` (a client-side reset, or the dead-server timeout that made the client give up).
     public func abort(_ client: Int, reset: Bool, reason: ErrorClass = .connectionReset) {
-        guard clients[client].state != .idle && clients[client].state != .ended else { return }
+        guard clients[client].session != nil, case .ended = clients[client].session!.abort() else { return }
         loop.close(clients[client].connection, reset: reset)
         end(client, .failed(reason))
     }
@@ -173,14 +181,14 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
     /// A stalled client: stops (or resumes) reading its socket while the connection stays up.
     /// On resuming, the silence of the stall does not count against dead-server detection.
     public func pauseReading(_ client: Int, _ paused: Bool) {
-        guard clients[client].state == .open || clients[client].state == .closing else { return }
+        guard state(of: client) == .open || state(of: client) == .closing else { return }
         loop.pauseReading(clients[client].connection, paused)
         if !paused { clients[client].lastReceivedNs = EventLoop.now() }
     }
 
     /// Whether the client's current connection is stalled by `pauseReading`.
     public func isReadingPaused(_ client: Int) -> Bool {
-        clients[client].state == .open && loop.isReadingPaused(clients[client].connection)
+        state(of: client) == .open && loop.isReadingPaused(clients[client].connection)
     }
 
     /// Schedules one of the application's timers (`layer` `.application`).
@@ -189,7 +197,7 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
         loop.schedule(at: deadline, token: token)
     }
 
-    // MARK: Internals
+    // MARK: Carrying out the session's actions
 
     func bind(_ id: ConnectionID, to client: Int) {
         let i = Int(id.index)
@@ -197,12 +205,13 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
         clientBySlot[i] = Int32(client)
     }
 
+    /// The client whose current, live connection is `id`.
     @inline(__always)
     func client(for id: ConnectionID) -> Int? {
         let i = Int(id.index)
         guard i < clientBySlot.count else { return nil }
         let c = Int(clientBySlot[i])
-        guard c >= 0, clients[c].connection == id, clients[c].state != .ended, clients[c].state != .idle else { return nil }
+        guard c >= 0, clients[c].connection == id, let state = clients[c].session?.state, state != .ended else { return nil }
         return c
     }
 
@@ -210,30 +219,52 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
         loop.schedule(at: deadline, token: TimerToken(layer: .connection, kind, slot: client, epoch: clients[client].epoch))
     }
 
-    /// Carries out a step of the close handshake: its Close frame, then what it says about TCP,
-    /// under the close timeout (the wait is ours to bound, §7.1.1).
-    func carryOut(_ client: Int, _ step: WebSocketCloseHandshake.Step) {
-        let id = clients[client].connection
-        let queued = loop.writeMaskedClose(id, step, key: UInt32(truncatingIfNeeded: random.next()))
-        metrics.count(.bytesSent, UInt64(queued))
-        switch step.transport {
-        case .unchanged:
-            return
-        case .awaitClose:
+    /// Carries out a command's or a timer's action (input actions are carried out in `received`).
+    func carryOut(_ client: Int, _ action: WebSocketClientSession.Action) {
+        switch action {
+        case .closing(let send, let shutdownWrite, let deadline):
+            // A close-handshake step: its Close frame, then what it says about TCP, under the
+            // close timeout (the wait is ours to bound, §7.1.1).
+            let id = clients[client].connection
+            let queued = loop.writeMaskedClose(id, send, key: UInt32(truncatingIfNeeded: random.next()))
+            metrics.count(.bytesSent, UInt64(queued))
+            if shutdownWrite { loop.shutdownWriteAfterFlush(id) }
+            if let deadline { scheduleInternal(.closeTimeout, client: client, at: deadline) }
+        case .ended(let how, let closeTransport):
+            if case .upgradeRejected(let status) = how { metrics.upgradeStatuses[status, default: 0] += 1 }
+            if closeTransport { loop.close(clients[client].connection) }
+            end(client, WebSocketEnd(how))
+        case .sendUpgradeRequest(let deadline):
+            let id = clients[client].connection
+            let count = clients[client].session!.upgradeRequest.withUnsafeBytes { request in
+                loop.write(id, request)
+                return request.count
+            }
+            metrics.count(.bytesSent, UInt64(count))
+            scheduleInternal(.upgradeTimeout, client: client, at: deadline)
+        case .needMore, .none, .opened, .message, .assembledMessage, .sendPong, .pong:
             break
-        case .awaitFIN, .close:  // a client never closes TCP first (`.close` is the server's)
-            loop.shutdownWriteAfterFlush(id)
         }
-        clients[client].state = .closing
-        scheduleInternal(.closeTimeout, client: client, at: EventLoop.now() + endpoint.closeTimeoutNs)
+    }
+
+    /// The connection is open: counted, and the application told.
+    func opened(_ c: Int) {
+        metrics.record(.upgrade, nanoseconds: EventLoop.now() - clients[c].session!.upgradeStartedNs)
+        metrics.count(.connected)
+        clients[c].inFlight = false
+        inFlightConnects -= 1
+        clients[c].opened = true
+        openCount += 1
+        application.webSocketOpened(client: c)
     }
 
     func end(_ client: Int, _ outcome: WebSocketEnd) {
-        let wasOpen = clients[client].state == .open || clients[client].state == .closing
-        if clients[client].state == .connecting || clients[client].state == .upgrading { inFlightConnects -= 1 }
-        clients[client].state = .ended
-        clients[client].receiver = WebSocketReceiver(role: .client, maxMessageBytes: 0)
-        if wasOpen {
+        if clients[client].inFlight {
+            clients[client].inFlight = false
+            inFlightConnects -= 1
+        }
+        if clients[client].opened {
+            clients[client].opened = false
             openCount -= 1
             metrics.count(.disconnected)
         }
@@ -251,30 +282,17 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
         application.webSocketEnded(client: client, end: outcome)
     }
 
-    /// Fails an open connection (§7.1.7): the close code the failure calls for, then TCP goes.
-    func fail(_ client: Int, _ failure: WebSocketFailure) {
-        carryOut(client, clients[client].closing.failed(failure))
-    }
-
     // MARK: EventLoopHandler
 
     public func connectCompleted(_ id: ConnectionID, error: Int32, loop: EventLoop) {
-        guard let c = client(for: id), clients[c].state == .connecting else { return }
+        guard let c = client(for: id), clients[c].session?.state == .connecting else { return }
         if error != 0 {
-            end(c, .connectFailed(ErrorClass.connectFailure(error)))
+            carryOut(c, clients[c].session!.connectFailed(errno: error))
             return
         }
         let now = EventLoop.now()
         metrics.record(.tcpConnect, nanoseconds: now - clients[c].connectStartNs)
-        clients[c].state = .upgrading
-        clients[c].upgradeStartNs = now
-        let key = WebSocketHandshake.makeKey(using: &random)
-        clients[c].key = key
-        let request = WebSocketHandshake.request(host: endpoint.host, port: Int(endpoint.address.port), path: clients[c].path ?? endpoint.path,
-                                                 key: key, subprotocol: endpoint.subprotocol, headers: endpoint.headers)
-        request.withUnsafeBytes { loop.write(id, $0) }
-        metrics.count(.bytesSent, UInt64(request.count))
-        scheduleInternal(.upgradeTimeout, client: c, at: now + endpoint.upgradeTimeoutNs)
+        carryOut(c, clients[c].session!.connected(now: now, random: &random))
     }
 
     public func accepted(_ id: ConnectionID, listener: ConnectionID, loop: EventLoop) {
@@ -284,95 +302,46 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
     public func received(_ id: ConnectionID, buffer: UnsafeMutableRawBufferPointer, loop: EventLoop) -> Int {
         guard let c = client(for: id) else { return buffer.count }
         metrics.count(.bytesReceived, UInt64(buffer.count))
-        clients[c].lastReceivedNs = EventLoop.now()
+        let now = EventLoop.now()
+        clients[c].lastReceivedNs = now
         var offset = 0
-        if clients[c].state == .upgrading {
-            switch WebSocketHandshake.parseHead(UnsafeRawBufferPointer(buffer), isResponse: true) {
-            case .needMore:
-                return 0
-            case .invalid:
-                loop.close(id)
-                end(c, .connectFailed(.upgradeInvalid))
-                return buffer.count
-            case .head(let head):
-                switch WebSocketHandshake.validateResponse(head, key: clients[c].key, requestedSubprotocol: endpoint.subprotocol) {
-                case .rejected(let status):
-                    metrics.upgradeStatuses[status, default: 0] += 1
-                    loop.close(id)
-                    end(c, .connectFailed(.upgradeRejected))
-                    return buffer.count
-                case .invalid:
-                    loop.close(id)
-                    end(c, .connectFailed(.upgradeInvalid))
-                    return buffer.count
-                case .accepted:
-                    metrics.record(.upgrade, nanoseconds: EventLoop.now() - clients[c].upgradeStartNs)
-                    metrics.count(.connected)
-                    clients[c].state = .open
-                    inFlightConnects -= 1
-                    openCount += 1
-                    offset = head.length
-                    application.webSocketOpened(client: c)
-                    guard self.client(for: id) != nil else { return buffer.count }
-                }
-            }
-        }
-        while offset < buffer.count {
+        // Every action but `.needMore` consumes input or ends the connection; the bound is a backstop.
+        for _ in 0...buffer.count {
             let rest = UnsafeMutableRawBufferPointer(rebasing: buffer[offset...])
-            let (event, consumed) = clients[c].receiver.next(rest)
-            switch event {
+            let (action, consumed) = clients[c].session!.next(rest, now: now)
+            switch action {
             case .needMore:
-                return offset
-            case .fragment:
-                break
+                return offset + consumed
+            case .opened:
+                opened(c)
             case .message(let opcode, let range):
-                if clients[c].state == .open {
-                    application.webSocketReceived(client: c, opcode: opcode, payload: UnsafeRawBufferPointer(rebasing: rest[range]))
-                }
+                application.webSocketReceived(client: c, opcode: opcode, payload: UnsafeRawBufferPointer(rebasing: rest[range]))
             case .assembledMessage(let opcode):
-                if clients[c].state == .open {
-                    clients[c].receiver.assembled.withUnsafeBytes { application.webSocketReceived(client: c, opcode: opcode, payload: $0) }
-                }
-            case .ping(let range):
+                // A copy of the array (no bytes copied), so the callback may act on this client.
+                let assembled = clients[c].session!.assembled
+                assembled.withUnsafeBytes { application.webSocketReceived(client: c, opcode: opcode, payload: $0) }
+            case .sendPong(let range):
                 // §5.5.2: answer with a pong carrying the same payload.
                 send(c, opcode: .pong, payload: UnsafeRawBufferPointer(rebasing: rest[range]))
             case .pong(let range):
                 application.webSocketPong(client: c, payload: UnsafeRawBufferPointer(rebasing: rest[range]))
-            case .close(let code, _):
-                carryOut(c, clients[c].closing.received(code: code))
-                return buffer.count
-            case .fail(let failure):
-                fail(c, failure)
-                return buffer.count
+            case .closing, .ended, .sendUpgradeRequest, .none:
+                carryOut(c, action)
             }
             offset += consumed
             guard self.client(for: id) != nil else { return buffer.count }
         }
-        return offset
+        return buffer.count
     }
 
     public func closed(_ id: ConnectionID, reason: CloseReason, loop: EventLoop) {
         guard let c = client(for: id) else { return }
-        switch clients[c].state {
-        case .connecting, .upgrading:
-            end(c, .connectFailed(reason == .endOfFile ? .upgradeInvalid : .connectionReset))
-        case .open:
-            end(c, .failed(reason == .endOfFile ? .unexpectedEOF : reason == .reset ? .connectionReset : .ioError))
-        case .closing:
-            finishClosing(c)
-        case .idle, .ended:
-            break
+        let how: WebSocketTransportEnd = switch reason {
+        case .endOfFile: .endOfFile
+        case .reset: .reset
+        case .error, .slowConsumer, .timedOut: .error
         }
-    }
-
-    func finishClosing(_ c: Int) {
-        switch clients[c].closing.outcome {
-        case .failed(let failure): end(c, .failed(ErrorClass(failure)))
-        case .abnormal: end(c, .failed(.unexpectedEOF))
-        case .clean(let code): end(c, .closedCleanly(code: code))
-        case .closedByServer(let code): end(c, .closedByServer(code: code))
-        case .error(let code): end(c, .closedWithError(code: code))
-        }
+        carryOut(c, clients[c].session!.transportClosed(how))
     }
 
     public func writable(_ id: ConnectionID, loop: EventLoop) {
@@ -386,16 +355,33 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
             return
         }
         let c = token.index
-        guard c < clients.count, clients[c].epoch == token.epoch, let kind = token.kind(as: TimerKind.self) else { return }
-        switch kind {
-        case .upgradeTimeout:
-            guard clients[c].state == .upgrading else { return }
-            loop.close(clients[c].connection)
-            end(c, .connectFailed(.upgradeTimeout))
-        case .closeTimeout:
-            guard clients[c].state == .closing else { return }
-            loop.close(clients[c].connection)
-            finishClosing(c)
+        guard c < clients.count, clients[c].epoch == token.epoch, token.kind(as: TimerKind.self) != nil,
+              clients[c].session != nil else { return }
+        // The session knows which deadline it waits for (upgrade or close) and ignores others.
+        carryOut(c, clients[c].session!.timerFired(deadline: deadline))
+    }
+}
+
+extension WebSocketEnd {
+    /// How a session's end counts for the chat client (the classes it has always reported).
+    init(_ end: WebSocketClientSession.End) {
+        switch end {
+        case .connectFailed(let errno): self = .connectFailed(ErrorClass.connectFailure(errno))
+        case .upgradeRejected: self = .connectFailed(.upgradeRejected)
+        case .upgradeInvalid: self = .connectFailed(.upgradeInvalid)
+        case .upgradeTimeout: self = .connectFailed(.upgradeTimeout)
+        // The server closing before it answered the upgrade counts as a broken answer.
+        case .lostBeforeOpen(let how): self = .connectFailed(how == .endOfFile ? .upgradeInvalid : .connectionReset)
+        case .interrupted: self = .connectFailed(.interrupted)
+        case .closedCleanly(let code): self = .closedCleanly(code: code)
+        case .closedByServer(let code): self = .closedByServer(code: code)
+        case .closedWithError(let code): self = .closedWithError(code: code)
+        case .failed(let failure): self = .failed(ErrorClass(failure))
+        case .lost(.endOfFile): self = .failed(.unexpectedEOF)
+        case .lost(.reset): self = .failed(.connectionReset)
+        case .lost(.error): self = .failed(.ioError)
+        // `abort` counts its own reason.
+        case .aborted: self = .failed(.connectionReset)
         }
     }
 }
