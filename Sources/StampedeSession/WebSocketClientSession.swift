@@ -256,36 +256,18 @@ public struct WebSocketClientSession: Sendable {
         }
     }
 
-    /// Frames until one calls for an action; fragments and frames nothing comes of are consumed
-    /// on the way (ranges are shifted to index `buffer`).
+    /// Frames until one calls for an action (`WebSocketReceiver.nextStep`, shared with the server).
     @inline(__always)
     mutating func frames(_ buffer: UnsafeMutableRawBufferPointer, now: UInt64) -> (action: Action, consumed: Int) {
-        var offset = 0
-        while offset < buffer.count {
-            let rest = UnsafeMutableRawBufferPointer(rebasing: buffer[offset...])
-            let (event, consumed) = receiver.next(rest)
-            let frameEnd = offset + consumed
-            switch event {
-            case .needMore:
-                return (.needMore, offset)
-            case .fragment:
-                break
-            case .message(let opcode, let payload):
-                if state == .open { return (.message(opcode, payload: payload.shifted(by: offset)), frameEnd) }
-            case .assembledMessage(let opcode):
-                if state == .open { return (.assembledMessage(opcode), frameEnd) }
-            case .ping(let payload):
-                if state == .open { return (.sendPong(payload: payload.shifted(by: offset)), frameEnd) }
-            case .pong(let payload):
-                return (.pong(payload: payload.shifted(by: offset)), frameEnd)
-            case .close(let code, _):
-                return (step(closeHandshake.received(code: code), now: now), buffer.count)
-            case .fail(let failure):
-                return (step(closeHandshake.failed(failure), now: now), buffer.count)
-            }
-            offset = frameEnd
+        switch receiver.nextStep(buffer, open: state == .open) {
+        case .needMore(let consumed): return (.needMore, consumed)
+        case .message(let opcode, let payload, let end): return (.message(opcode, payload: payload), end)
+        case .assembledMessage(let opcode, let end): return (.assembledMessage(opcode), end)
+        case .ping(let payload, let end): return (.sendPong(payload: payload), end)
+        case .pong(let payload, let end): return (.pong(payload: payload), end)
+        case .close(let code): return (step(closeHandshake.received(code: code), now: now), buffer.count)
+        case .fail(let failure): return (step(closeHandshake.failed(failure), now: now), buffer.count)
         }
-        return (.needMore, offset)
     }
 
     // MARK: Ending
@@ -326,10 +308,4 @@ public struct WebSocketClientSession: Sendable {
         receiver = WebSocketReceiver(role: .client, maxMessageBytes: 0)
         return .ended(how, closeTransport: closeTransport)
     }
-}
-
-extension Range where Bound == Int {
-    /// The range moved `offset` further into a buffer.
-    @inline(__always)
-    fileprivate func shifted(by offset: Int) -> Range<Int> { (lowerBound + offset)..<(upperBound + offset) }
 }

@@ -142,38 +142,23 @@ public struct WebSocketServerSession: Sendable {
     /// The next action for the buffered input (see the type's use). Never allocates.
     public mutating func next(_ buffer: UnsafeMutableRawBufferPointer, now: UInt64) -> (action: Action, consumed: Int) {
         guard state != .ended else { return (.needMore, buffer.count) }
-        var offset = 0
-        while offset < buffer.count {
-            let rest = UnsafeMutableRawBufferPointer(rebasing: buffer[offset...])
-            let (event, consumed) = receiver.next(rest)
-            let frameEnd = offset + consumed
-            switch event {
-            case .needMore:
-                return (.needMore, offset)
-            case .fragment:
-                break
-            case .message(let opcode, let payload):
-                if state == .open { return (.message(opcode, payload: payload.shifted(by: offset)), frameEnd) }
-            case .assembledMessage(let opcode):
-                if state == .open { return (.assembledMessage(opcode), frameEnd) }
-            case .ping(let payload):
-                if state == .open { return (.sendPong(payload: payload.shifted(by: offset)), frameEnd) }
-            case .pong(let payload):
-                return (.pong(payload: payload.shifted(by: offset)), frameEnd)
-            case .close(let code, _):
-                // Echo (or our Close was the first): either way the handshake is over and the
-                // server closes TCP first (§7.1.1).
-                let s = closeHandshake.received(code: code)
-                end()
-                return (.closeTransport(send: s.send, end: .peerClosed(code: code)), buffer.count)
-            case .fail(let failure):
-                let s = closeHandshake.failed(failure)
-                end()
-                return (.closeTransport(send: s.send, end: .failed(failure)), buffer.count)
-            }
-            offset = frameEnd
+        switch receiver.nextStep(buffer, open: state == .open) {
+        case .needMore(let consumed): return (.needMore, consumed)
+        case .message(let opcode, let payload, let end): return (.message(opcode, payload: payload), end)
+        case .assembledMessage(let opcode, let end): return (.assembledMessage(opcode), end)
+        case .ping(let payload, let end): return (.sendPong(payload: payload), end)
+        case .pong(let payload, let end): return (.pong(payload: payload), end)
+        case .close(let code):
+            // Echo (or our Close was the first): either way the handshake is over and the
+            // server closes TCP first (§7.1.1).
+            let s = closeHandshake.received(code: code)
+            end()
+            return (.closeTransport(send: s.send, end: .peerClosed(code: code)), buffer.count)
+        case .fail(let failure):
+            let s = closeHandshake.failed(failure)
+            end()
+            return (.closeTransport(send: s.send, end: .failed(failure)), buffer.count)
         }
-        return (.needMore, offset)
     }
 
     // MARK: Ending
@@ -190,10 +175,4 @@ public struct WebSocketServerSession: Sendable {
         deadline = 0
         receiver = WebSocketReceiver(role: .server, maxMessageBytes: 0)
     }
-}
-
-extension Range where Bound == Int {
-    /// The range moved `offset` further into a buffer.
-    @inline(__always)
-    fileprivate func shifted(by offset: Int) -> Range<Int> { (lowerBound + offset)..<(upperBound + offset) }
 }
