@@ -1,0 +1,284 @@
+// The transports under the hub protocol, as the event loop reports them: the side connection's
+// HTTP responses (negotiate, POSTs, DELETE), the WebSocket, the SSE stream and long polling
+// (§2). A bare §N is a section of docs/protocols.md.
+
+import StampedeLoop
+import StampedeMetrics
+import StampedeWire
+
+extension HubClients {
+    // MARK: EventLoopHandler
+
+    public func connectCompleted(_ id: ConnectionID, error: Int32, loop: EventLoop) {
+        guard let (k, role) = owner(id) else { return }
+        if error != 0 {
+            fail(k, ErrorClass.connectFailure(error))
+            return
+        }
+        switch role {
+        case .side:
+            clients[k].sideState = .idle
+            if clients[k].phase == .negotiating { sendNegotiate(k) } else { flushPosts(k) }
+        case .main:
+            mainConnected(k)
+        }
+    }
+
+    public func accepted(_ id: ConnectionID, listener: ConnectionID, loop: EventLoop) { loop.close(id) }
+
+    public func received(_ id: ConnectionID, buffer: UnsafeMutableRawBufferPointer, loop: EventLoop) -> Int {
+        guard let (k, role) = owner(id) else { return buffer.count }
+        metrics.count(.bytesReceived, UInt64(buffer.count))
+        let bytes = UnsafeRawBufferPointer(buffer)
+        switch role {
+        case .side: return receivedSide(k, bytes)
+        case .main:
+            if clients[k].transport == .webSockets { return receivedWebSocket(k, id, buffer) }
+            return receivedHTTPMain(k, bytes)
+        }
+    }
+
+    func receivedSide(_ k: Int, _ bytes: UnsafeRawBufferPointer) -> Int {
+        var offset = 0
+        let epoch = clients[k].epoch
+        let side = clients[k].side
+        // Keep asking until the parser needs more: a response that ends exactly at the end of
+        // the input reports `.end` only when asked again with nothing left.
+        while true {
+            let (event, used) = clients[k].sideHTTP.next(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+            offset += used
+            switch event {
+            case .needMore: return offset
+            case .error:
+                fail(k, .protocolError)
+                return bytes.count
+            case .head(let head):
+                clients[k].sideStatus = head.status
+            case .body(let r):
+                if clients[k].sideState == .negotiate {
+                    clients[k].sideBody.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[(offset - used)...])[r])
+                }
+            case .end:
+                let status = clients[k].sideStatus
+                let state = clients[k].sideState
+                clients[k].sideState = .idle
+                switch state {
+                case .negotiate:
+                    guard status == 200 else { httpFailure(k, status); return bytes.count }
+                    negotiated(k, clients[k].sideBody)
+                case .post:
+                    // 200 ok; 404 gone; anything else fails the connection (§2).
+                    guard status == 200 else { httpFailure(k, status); return bytes.count }
+                    flushPosts(k)
+                case .delete:
+                    // 202: the server ends the open poll too; nothing more to wait for.
+                    closeMain(k)
+                    closeSide(k)
+                    setPhase(k, .ended)
+                    return bytes.count
+                default:
+                    break
+                }
+                // A redirect may have replaced the side connection: these bytes belong to the old one.
+                guard clients[k].epoch == epoch, clients[k].side == side else { return bytes.count }
+            }
+        }
+    }
+
+    func httpFailure(_ k: Int, _ status: Int) {
+        metrics.upgradeStatuses[status, default: 0] += 1
+        fail(k, .httpStatus)
+    }
+
+    func receivedWebSocket(_ k: Int, _ id: ConnectionID, _ buffer: UnsafeMutableRawBufferPointer) -> Int {
+        var offset = 0
+        if clients[k].mainState == .wsUpgrade {
+            switch WebSocketHandshake.parseHead(UnsafeRawBufferPointer(buffer), isResponse: true) {
+            case .needMore: return 0
+            case .invalid:
+                fail(k, .upgradeInvalid)
+                return buffer.count
+            case .head(let head):
+                switch WebSocketHandshake.validateResponse(head, key: clients[k].wsKey, requestedSubprotocol: nil) {
+                case .rejected(let status):
+                    httpFailure(k, status)
+                    return buffer.count
+                case .invalid:
+                    fail(k, .upgradeInvalid)
+                    return buffer.count
+                case .accepted:
+                    clients[k].mainState = .wsOpen
+                    offset = head.length
+                    if clients[k].session.isResuming { resumed(k) } else { transportOpened(k) }
+                }
+            }
+        }
+        let epoch = clients[k].epoch
+        while offset < buffer.count {
+            let rest = UnsafeMutableRawBufferPointer(rebasing: buffer[offset...])
+            let (event, consumed) = clients[k].receiver.next(rest)
+            switch event {
+            case .needMore: return offset
+            case .fragment, .pong: break
+            case .message(_, let range):
+                // JSON may arrive in Binary frames too (aiosignalr does): accept either opcode.
+                receiveHub(k, UnsafeRawBufferPointer(rebasing: rest[range]))
+            case .assembledMessage:
+                let assembled = clients[k].receiver.assembled
+                assembled.withUnsafeBytes { receiveHub(k, $0) }
+            case .ping(let range):
+                // RFC 6455 §5.5.2: answer with a pong carrying the same payload.
+                loop.writeMaskedFrame(id, opcode: .pong, payload: UnsafeRawBufferPointer(rebasing: rest[range]),
+                                      key: UInt32(truncatingIfNeeded: random.next()))
+            case .close(let code, _):
+                // Answer the server's Close (or take its answer to ours), then close once the answer is
+                // written: the client may close rather than wait for the server's FIN (RFC 6455 §7.1.1),
+                // and this one moves on at once, to reconnect or to end.
+                writeClose(k, clients[k].closeHandshake.received(code: code))
+                closeMainAfterFlush(k)
+                if clients[k].phase == .closing { closeSide(k); setPhase(k, .ended); return buffer.count }
+                if case .error = clients[k].closeHandshake.outcome { metrics.error(.closedWithError) }
+                drop(k, reason: nil)
+                return buffer.count
+            case .fail(let f):
+                writeClose(k, clients[k].closeHandshake.failed(f))  // §7.1.7: the failure's code, then TCP goes
+                closeMainAfterFlush(k)
+                fail(k, ErrorClass(f))
+                return buffer.count
+            }
+            offset += consumed
+            guard clients[k].epoch == epoch else { return buffer.count }
+        }
+        return offset
+    }
+
+    func receivedHTTPMain(_ k: Int, _ bytes: UnsafeRawBufferPointer) -> Int {
+        var offset = 0
+        let epoch = clients[k].epoch
+        while true {  // as in receivedSide: `.end` may need one more call with nothing left
+            let slice = UnsafeRawBufferPointer(rebasing: bytes[offset...])
+            let (event, used) = clients[k].mainHTTP.next(slice)
+            switch event {
+            case .needMore: return offset + used
+            case .error:
+                fail(k, .protocolError)
+                return bytes.count
+            case .head(let head):
+                offset += used
+                guard head.status == 200 || (head.status == 204 && clients[k].transport == .longPolling) else {
+                    httpFailure(k, head.status)
+                    return bytes.count
+                }
+                if head.status == 204 {
+                    // Long polling: the server ended the connection (§2), or confirmed our DELETE.
+                    if clients[k].phase == .closing { closeMain(k); closeSide(k); setPhase(k, .ended) } else { drop(k, reason: nil) }
+                    return bytes.count
+                }
+                if clients[k].mainState == .sseHead {
+                    clients[k].mainState = .sseStream
+                    openSideForPosts(k)
+                    transportOpened(k)
+                }
+            case .body(let r):
+                offset += used
+                let piece = UnsafeRawBufferPointer(rebasing: slice[r])
+                if clients[k].transport == .serverSentEvents {
+                    feedSSE(k, piece)
+                } else if clients[k].mainState == .pollWaiting {
+                    // A poll body holds complete framed messages; pieces go straight to the hub parser.
+                    receiveHub(k, piece)
+                }
+            case .end:
+                offset += used
+                if clients[k].transport == .longPolling { pollEnded(k) }
+            }
+            guard clients[k].epoch == epoch else { return bytes.count }
+        }
+    }
+
+    func pollEnded(_ k: Int) {
+        if clients[k].mainState == .pollFirst {
+            // The first poll returns at once and starts the hub; the handshake goes by POST.
+            openSideForPosts(k)
+            transportOpened(k)
+        }
+        guard isAlive(k), clients[k].phase != .closing else { return }
+        clients[k].mainState = .pollWaiting
+        if clients[k].pollRequest == nil { clients[k].pollRequest = makeRequest(k, method: .get, target: transportTarget(k)) }
+        send(clients[k].pollRequest!, on: clients[k].main)
+    }
+
+    func openSideForPosts(_ k: Int) {
+        if clients[k].sideState == .none { openSide(k) }
+    }
+
+    /// SSE body bytes: the parser wants every unconsumed byte offered again with the next piece.
+    func feedSSE(_ k: Int, _ piece: UnsafeRawBufferPointer) {
+        clients[k].sseBytes.append(contentsOf: piece)
+        var bytes = clients[k].sseBytes
+        clients[k].sseBytes = []
+        var offset = 0
+        let epoch = clients[k].epoch
+        bytes.withUnsafeBytes { all in
+            while offset < all.count {
+                let rest = UnsafeRawBufferPointer(rebasing: all[offset...])
+                let (event, used) = clients[k].sse.next(rest)
+                offset += used
+                switch event {
+                case .needMore: return
+                case .event(let data):
+                    receiveHub(k, UnsafeRawBufferPointer(rebasing: rest[data]))
+                case .assembledEvent:
+                    let assembled = clients[k].sse.assembled
+                    assembled.withUnsafeBytes { receiveHub(k, $0) }
+                case .error:
+                    fail(k, .protocolError)
+                    return
+                }
+                if clients[k].epoch != epoch { return }
+            }
+        }
+        guard clients[k].epoch == epoch else { return }
+        bytes.removeFirst(min(offset, bytes.count))
+        clients[k].sseBytes = bytes
+    }
+
+    public func closed(_ id: ConnectionID, reason: CloseReason, loop: EventLoop) {
+        guard let (k, role) = owner(id) else { return }
+        switch role {
+        case .main:
+            mainLost(k, reason)
+        case .side:
+            clients[k].sideState = .none
+            // A keep-alive connection the server closed between requests is reopened on demand.
+            if clients[k].phase == .negotiating { fail(k, .unexpectedEOF) }
+        }
+    }
+
+    /// The main connection is gone without a close handshake: resume it (stateful reconnect) or
+    /// drop the client (and let the reconnect policy decide).
+    func mainLost(_ k: Int, _ reason: CloseReason) {
+        clients[k].mainState = .none
+        if clients[k].phase == .closing { closeSide(k); setPhase(k, .ended); return }
+        metrics.error(reason == .endOfFile ? .unexpectedEOF : .connectionReset)
+        // A hub message cut off by the end of the connection (a truncated VarInt or record) is malformed too.
+        if !clients[k].inbound.isEmpty { metrics.error(.protocolError) }
+        if clients[k].phase == .connected && clients[k].session.canResume {
+            noteDropped(k)
+            resume(k)
+            return
+        }
+        drop(k, reason: nil)
+    }
+
+    /// Fault injection: abruptly resets the main connection of `fraction` of the connected
+    /// clients, as a network blip would.
+    public func dropConnections(fraction: Double) {
+        storm(index: -1, atNs: EventLoop.now(), fraction: fraction, mode: .reset, stallNs: 0)
+    }
+
+    public func writable(_ id: ConnectionID, loop: EventLoop) {
+        guard let (k, role) = owner(id), role == .main, phase == .messages, plan.loadModel == .open else { return }
+        sendDue(k)
+    }
+}
