@@ -18,8 +18,8 @@ let package = Package(
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "StampedeWire", package: "stampede"),
-                .product(name: "StampedeMetrics", package: "stampede"),
                 .product(name: "StampedeSession", package: "stampede"),
+                .product(name: "StampedeMetrics", package: "stampede"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
             ],

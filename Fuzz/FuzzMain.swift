@@ -20,7 +20,9 @@ enum FuzzTarget: String, CaseIterable {
     case sse
     case httpResponse = "http-response"
     case httpRequest = "http-request"
+    case httpExchange = "http-exchange"
     case hubSession = "hub-session"
+    case webSocketSession = "websocket-session"
 
     func run(_ data: UnsafeRawBufferPointer) {
         switch self {
@@ -30,7 +32,9 @@ enum FuzzTarget: String, CaseIterable {
         case .sse: fuzzSSE(data)
         case .httpResponse: fuzzHTTPResponse(data)
         case .httpRequest: fuzzHTTPRequest(data)
+        case .httpExchange: fuzzHTTPExchange(data)
         case .hubSession: fuzzHubSession(data)
+        case .webSocketSession: fuzzWebSocketSession(data)
         }
     }
 }

@@ -63,6 +63,28 @@ ws_both("invalid-utf8", [(1, b"\xc3\x28", {})])
 write("websocket", "len64-top-bit", bytes([0x82, 0x7F, 0x80, 0, 0, 0, 0, 0, 0, 1]))
 write("websocket", "truncated", frame(1, b"Hello world")[:7])
 
+# --- WebSocket sessions: a control byte (see Fuzz/FuzzWebSocketSession.swift), then the peer's bytes.
+ACCEPT_101 = (b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+              b"Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n")
+
+
+def ws_session(name, control, frames, masked):
+    write("websocket-session", name, bytes([control]) + b"".join(frame(*f[:2], mask=KEY if masked else None, **f[2]) for f in frames))
+
+
+for masked in (False, True):
+    side = "-masked" if masked else ""
+    ws_session("messages" + side, 0x00, [(1, b"Hello", {}), (2, bytes(range(10)), {}), (9, b"p", {}), (10, b"", {})], masked)
+    ws_session("fragmented" + side, 0x10, [(1, b"Hel", {"fin": False}), (9, b"", {}), (0, b"lo", {})], masked)
+    ws_session("peer-close-1012" + side, 0x00, [(1, b"x", {}), (8, struct.pack(">H", 1012) + b"service restart", {})], masked)
+    ws_session("we-close-first" + side, 0x02 | 0x0C, [(1, b"late", {}), (10, b"", {}), (8, struct.pack(">H", 1000), {})], masked)
+    ws_session("close-unanswered" + side, 0x02 | 0x0C, [(1, b"late", {})], masked)
+    ws_session("too-big" + side, 0x10, [(2, bytes(300), {})], masked)
+    ws_session("bad-utf8" + side, 0x04, [(1, b"\xc3\x28", {})], masked)
+write("websocket-session", "upgrade-raw-accepted", b"\x01" + ACCEPT_101 + frame(1, b"hi"))
+write("websocket-session", "upgrade-raw-rejected", b"\x01HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n\r\n")
+write("websocket-session", "upgrade-raw-partial", b"\x0d" + ACCEPT_101[:40])
+
 # --- SignalR JSON hub protocol ------------------------------------------------------------------
 
 RS = "\x1e"
@@ -252,6 +274,26 @@ requests = {
 }
 for name, s in requests.items():
     write("http-request", name, s)
+
+# --- HTTP client exchange (keep-alive sequences, head facts, event streams) ---------------------
+
+exchanges = {
+    "keep-alive-sequence": "HTTP/1.1 200 OK\r\nETag: \"v1\"\r\nContent-Length: 5\r\n\r\nhello"
+                           "HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\n\r\n"
+                           "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+                           "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 1\r\n\r\nz",
+    "rate-limited": "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1.5\r\nX-RateLimit-Remaining: 0\r\nContent-Length: 0\r\n\r\n"
+                    "HTTP/1.1 503 Service Unavailable\r\nRetry-After: Fri, 31 Dec 1999 23:59:59 GMT\r\nContent-Length: 2\r\n\r\n{}",
+    "redirect": "HTTP/1.1 302 Found\r\nLocation: /next\r\nX-W: 12.5\r\nContent-Length: 0\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+    "event-stream": "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    "5\r\n:\r\n\r\n\r\n9\r\ndata: spl\r\n8\r\nit\r\n\r\nda\r\n11\r\nta: a\ndata: b\n\nid\r\n4\r\n: 7\n\r\n",
+    "until-close": "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{\"negotiateVersion\":1}",
+    "interim-then-final": "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n",
+    "truncated": "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhalf",
+    "bad-chunk": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+}
+for name, s in exchanges.items():
+    write("http-exchange", name, s)
 
 # --- Hub protocol session (first byte: bit 0 MessagePack, bit 1 stateful, bit 2 small message
 # limit, bit 3 small replay cap; the rest is what the server sends) ---------------------------

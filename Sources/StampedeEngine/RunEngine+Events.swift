@@ -26,8 +26,8 @@ extension RunEngine {
             var fraction: Double? = nil
             if case .storm(let f, _, _) = event.kind { fraction = f }
             return StormRecord(number: index + 1, atSeconds: event.atSeconds, kind: event.kindName, mode: event.detail, fraction: fraction,
-                               shard: index < merged.count ? merged[index] : StormShard(), window: windows[index] ?? EventWindow(),
-                               command: commandRuns[index]?.finished, faultError: faultErrors[index])
+                               shard: index < merged.count ? merged[index] : StormShard(), window: eventBook.windows[index] ?? EventWindow(),
+                               command: eventBook.commandRuns[index]?.finished, faultError: eventBook.faultErrors[index])
         }
     }
 
@@ -37,7 +37,7 @@ extension RunEngine {
     func start(_ event: ScenarioEvent, index: Int, atNs: UInt64) {
         if event.measuresRecovery {
             _ = collectInterval(final: false)  // what came before belongs to the previous window
-            currentWindow = index
+            eventBook.currentWindow = index
         }
         switch event.kind {
         case .storm(let fraction, let mode, let stall):
@@ -48,15 +48,15 @@ extension RunEngine {
         case .server(let fault):
             for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.watch(index: index, atNs: atNs) } }
             if let problem = applyServerFault(fault) {
-                faultErrors[index] = problem
+                eventBook.faultErrors[index] = problem
                 warnings.append("event \(index + 1) (server \(fault)): \(problem)")
             }
         case .command(let command):
             for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.watch(index: index, atNs: atNs) } }
             let folder = scenario.file.isEmpty ? "" : URL(fileURLWithPath: scenario.file).deletingLastPathComponent().path
-            commandRuns[index] = ExternalCommandRun(number: index + 1, command: command, workingDirectory: folder)
+            eventBook.commandRuns[index] = ExternalCommandRun(number: index + 1, command: command, workingDirectory: folder)
         case .churn(let rate, let length):
-            activeChurns.append(ChurnState(ratePerSecond: rate, endNs: atNs + nanoseconds(length), lastNs: atNs))
+            eventBook.activeChurns.append(ChurnState(ratePerSecond: rate, endNs: atNs + nanoseconds(length), lastNs: atNs))
         }
     }
 
@@ -71,25 +71,25 @@ extension RunEngine {
     }
 
     func runChurn(until phaseEndNs: UInt64) {
-        guard !activeChurns.isEmpty else { return }
+        guard !eventBook.activeChurns.isEmpty else { return }
         let now = EventLoop.now()
-        for c in activeChurns.indices {
-            let until = min(now, activeChurns[c].endNs, phaseEndNs)
-            guard until > activeChurns[c].lastNs else { continue }
-            activeChurns[c].carry += activeChurns[c].ratePerSecond * Double(until - activeChurns[c].lastNs) / 1e9
-            activeChurns[c].lastNs = until
-            let due = Int(activeChurns[c].carry)
+        for c in eventBook.activeChurns.indices {
+            let until = min(now, eventBook.activeChurns[c].endNs, phaseEndNs)
+            guard until > eventBook.activeChurns[c].lastNs else { continue }
+            eventBook.activeChurns[c].carry += eventBook.activeChurns[c].ratePerSecond * Double(until - eventBook.activeChurns[c].lastNs) / 1e9
+            eventBook.activeChurns[c].lastNs = until
+            let due = Int(eventBook.activeChurns[c].carry)
             guard due > 0 else { continue }
-            activeChurns[c].carry -= Double(due)
+            eventBook.activeChurns[c].carry -= Double(due)
             let n = workloads.count
             for j in 0..<n {
-                let i = (j + activeChurns[c].rotation) % n
+                let i = (j + eventBook.activeChurns[c].rotation) % n
                 let share = due / n + (j < due % n ? 1 : 0)
                 guard share > 0 else { continue }
                 loops[i].execute { [w = workloads[i]] _ in w.churn(count: share) }
             }
-            activeChurns[c].rotation += 1
+            eventBook.activeChurns[c].rotation += 1
         }
-        activeChurns.removeAll { $0.lastNs >= $0.endNs }
+        eventBook.activeChurns.removeAll { $0.lastNs >= $0.endNs }
     }
 }

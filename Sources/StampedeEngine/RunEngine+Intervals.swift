@@ -37,7 +37,7 @@ extension RunEngine {
             t.open += s.open; t.inFlight += s.inFlight; t.notYetStarted += s.notYetStarted; t.outstanding += s.outstanding
             t.sentSinceInterval += s.sent; t.fanoutSinceInterval += s.fanout
         }
-        peakOpen = max(peakOpen, t.open)
+        gauges.peakOpen = max(gauges.peakOpen, t.open)
         lastOpen = t.open
         return t
     }
@@ -71,37 +71,37 @@ extension RunEngine {
             connecting += d.connecting
             reconnecting += d.reconnecting
             lag = max(lag, d.timerLagNs)
-            cpuSeen[i] = d.cpuNs
+            gauges.cpuSeen[i] = d.cpuNs
         }
-        let loopCPUNs = cpuSeen.values.reduce(0, +)
+        let loopCPUNs = gauges.cpuSeen.values.reduce(0, +)
         let processCPUNs = cs_process_cpu_ns()
         let wall = Double(now - lastIntervalNs)
         var processPercent = 0.0, loopPercent = 0.0
-        if wall >= 0.5e9 && lastProcessCPUNs > 0 {
-            processPercent = Double(processCPUNs &- lastProcessCPUNs) / wall * 100
-            loopPercent = Double(loopCPUNs &- clientLoopCPUNs) / wall * 100
-            peakProcessCPUPercent = max(peakProcessCPUPercent, processPercent)
-            peakLoopCPUPercent = max(peakLoopCPUPercent, loopPercent)
+        if wall >= 0.5e9 && gauges.lastProcessCPUNs > 0 {
+            processPercent = Double(processCPUNs &- gauges.lastProcessCPUNs) / wall * 100
+            loopPercent = Double(loopCPUNs &- gauges.clientLoopCPUNs) / wall * 100
+            gauges.peakProcessCPUPercent = max(gauges.peakProcessCPUPercent, processPercent)
+            gauges.peakLoopCPUPercent = max(gauges.peakLoopCPUPercent, loopPercent)
         }
-        lastProcessCPUNs = processCPUNs
-        clientLoopCPUNs = loopCPUNs
+        gauges.lastProcessCPUNs = processCPUNs
+        gauges.clientLoopCPUNs = loopCPUNs
         totals.add(merged)
         let rssNow = residentBytes()
         // The interval belongs to the window of the latest event before it (or to the baseline).
-        if let current = currentWindow {
-            windows[current, default: EventWindow()].add(connectPhaseOf: merged)
-            windows[current]!.messagesLost += merged[.messagesLost]
-            windows[current]!.peakProcessCPUPercent = max(windows[current]!.peakProcessCPUPercent, processPercent)
-            windows[current]!.peakClientLoopCPUPercent = max(windows[current]!.peakClientLoopCPUPercent, loopPercent)
-            windows[current]!.peakResidentBytes = max(windows[current]!.peakResidentBytes, rssNow)
+        if let current = eventBook.currentWindow {
+            eventBook.windows[current, default: EventWindow()].add(connectPhaseOf: merged)
+            eventBook.windows[current]!.messagesLost += merged[.messagesLost]
+            eventBook.windows[current]!.peakProcessCPUPercent = max(eventBook.windows[current]!.peakProcessCPUPercent, processPercent)
+            eventBook.windows[current]!.peakClientLoopCPUPercent = max(eventBook.windows[current]!.peakClientLoopCPUPercent, loopPercent)
+            eventBook.windows[current]!.peakResidentBytes = max(eventBook.windows[current]!.peakResidentBytes, rssNow)
         } else {
-            baselineWindow.add(connectPhaseOf: merged)
+            eventBook.baselineWindow.add(connectPhaseOf: merged)
         }
-        peakOpen = max(peakOpen, open)
-        peakRSS = max(peakRSS, rssNow)
+        gauges.peakOpen = max(gauges.peakOpen, open)
+        gauges.peakRSS = max(gauges.peakRSS, rssNow)
         let elapsed = seconds(now - runStartNs)
         if phase == .messages || phase == .drain {
-            maxTimerLagNs = max(maxTimerLagNs, lag)
+            gauges.maxTimerLagNs = max(gauges.maxTimerLagNs, lag)
             // Timers more than 10 ms late mean the generator, not the server, is adding latency.
             if lag > 10_000_000 {
                 warnings.append(String(format: "generator: timers ran %.1f ms late at %.0f s; latency figures include generator delay", Double(lag) / 1e6, elapsed))

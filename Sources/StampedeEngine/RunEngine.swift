@@ -78,27 +78,16 @@ public final class RunEngine {
     var totals = MetricsShard()
     var intervals: [IntervalSample] = []
     var warnings: [String] = []
-    var peakOpen = 0
-    var maxTimerLagNs: UInt64 = 0
-    var clientLoopCPUNs: UInt64 = 0
     var runStartNs: UInt64 = 0
     var lastIntervalNs: UInt64 = 0
     var lastOpen = 0
     var phase = RunPhase.rampUp
     let progress: ProgressPrinter
-    var cpuSeen: [Int: UInt64] = [:]
-    var peakRSS: UInt64 = 0
-    var lastProcessCPUNs: UInt64 = 0
-    var peakProcessCPUPercent = 0.0
-    var peakLoopCPUPercent = 0.0
-    /// Measurements per event window (by event index) and before any event.
-    var windows: [Int: EventWindow] = [:]
-    var baselineWindow = EventWindow()
-    var currentWindow: Int? = nil
     var messageStartNs: UInt64 = 0
-    var commandRuns: [Int: ExternalCommandRun] = [:]
-    var faultErrors: [Int: String] = [:]
-    var activeChurns: [ChurnState] = []
+    /// The generator's own health, as the intervals saw it.
+    var gauges = GeneratorGauges()
+    /// What the scenario's events did, window by window.
+    var eventBook = EventBook()
     var targetInChildProcess = false
     var childTarget: ChildTarget?
     var childAdmin: AdminEndpoint?
@@ -144,7 +133,7 @@ public final class RunEngine {
         let rampSeconds = seconds(EventLoop.now() - runStartNs)
         let openAtStart = currentOpen()
         let rssConnected = residentBytes()
-        peakRSS = max(peakRSS, rssConnected)
+        gauges.peakRSS = max(gauges.peakRSS, rssConnected)
         var messageSeconds = 0.0, drainSeconds = 0.0
         var lossReason = LossReason.timedOut
 
@@ -210,25 +199,25 @@ public final class RunEngine {
         progress.finish()
         let storms = collectStorms()
         // A command still running is waited for briefly; its outcome says whether it finished.
-        for run in commandRuns.values where run.finished == nil { _ = run.wait(seconds: interrupted ? 0.1 : 2) }
+        for run in eventBook.commandRuns.values where run.finished == nil { _ = run.wait(seconds: interrupted ? 0.1 : 2) }
 
         totals.counters[Counter.fanoutExpected.rawValue] = expectsFanout ? totals[.messagesSent] * UInt64(max(0, openAtStart - 1)) : 0
         let processCPU = Double(cs_process_cpu_ns() - cpuAtStart) / 1e9
-        let clientCPU = Double(clientLoopCPUNs) / 1e9
+        let clientCPU = Double(gauges.clientLoopCPUNs) / 1e9
         warnings += kind.warnings(scenario, totals: totals)
         let saturated = warnings.contains { $0.hasPrefix("generator") }
         var record = RunRecord(
             scenario: scenario, startedAt: startedAt, endedAt: Date(), partial: partialReason != nil || fatal != nil,
             partialReason: partialReason ?? (fatal != nil ? "the run failed" : nil), fatalError: fatal, totals: totals, intervals: intervals,
-            environment: environment(loops: loopCount), peakOpenConnections: peakOpen, openConnectionsAtEnd: openAtEnd,
+            environment: environment(loops: loopCount), peakOpenConnections: gauges.peakOpen, openConnectionsAtEnd: openAtEnd,
             phaseSeconds: PhaseSeconds(rampUp: rampSeconds, messages: messageSeconds, drain: drainSeconds),
             generator: GeneratorHealth(processCPUSeconds: processCPU, clientLoopCPUSeconds: clientCPU,
-                                       maxTimerLagMicros: maxTimerLagNs / 1000, saturated: saturated, warnings: warnings,
+                                       maxTimerLagMicros: gauges.maxTimerLagNs / 1000, saturated: saturated, warnings: warnings,
                                        residentBytesBeforeConnect: rssBeforeConnect, residentBytesConnected: rssConnected,
-                                       peakResidentBytes: peakRSS), storms: storms)
-        record.generator.peakProcessCPUPercent = peakProcessCPUPercent
-        record.generator.peakClientLoopCPUPercent = peakLoopCPUPercent
-        record.baselineConnectPhase = baselineWindow
+                                       peakResidentBytes: gauges.peakRSS), storms: storms)
+        record.generator.peakProcessCPUPercent = gauges.peakProcessCPUPercent
+        record.generator.peakClientLoopCPUPercent = gauges.peakLoopCPUPercent
+        record.baselineConnectPhase = eventBook.baselineWindow
         var outcome = RunOutcome(record: record, summary: ResultsWriter.summary(of: record), resultsFolder: nil, writeError: nil,
                                  exitCode: fatal != nil ? 1 : partialReason != nil ? 130 : 0)
         do {
@@ -275,4 +264,28 @@ public final class RunEngine {
         return RunEnvironment(stampedeVersion: Self.version, hostname: String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self), cores: ProcessInfo.processInfo.activeProcessorCount,
                               loops: loops, os: "\(sys) \(rel)", clock: "monotonic", commandLine: options.commandLine)
     }
+}
+
+/// The generator's own health over a run, updated at every interval boundary.
+struct GeneratorGauges {
+    var peakOpen = 0
+    var maxTimerLagNs: UInt64 = 0
+    /// CPU of the client loops so far, and per loop at the last boundary.
+    var clientLoopCPUNs: UInt64 = 0
+    var cpuSeen: [Int: UInt64] = [:]
+    var peakRSS: UInt64 = 0
+    var lastProcessCPUNs: UInt64 = 0
+    var peakProcessCPUPercent = 0.0
+    var peakLoopCPUPercent = 0.0
+}
+
+/// The scenario's events as the run goes: measurements per event window (by event index) and
+/// before any event, commands started, faults that could not be applied, churns under way.
+struct EventBook {
+    var windows: [Int: EventWindow] = [:]
+    var baselineWindow = EventWindow()
+    var currentWindow: Int? = nil
+    var commandRuns: [Int: ExternalCommandRun] = [:]
+    var faultErrors: [Int: String] = [:]
+    var activeChurns: [RunEngine.ChurnState] = []
 }

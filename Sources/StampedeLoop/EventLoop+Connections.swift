@@ -26,6 +26,7 @@ extension EventLoop {
         s.out?.clear(); s.out?.shrinkIfIdle(limit: 16 * 1024)
         s.pending?.clear(); s.pending?.shrinkIfIdle(limit: 16 * 1024)
         s.fd = -1
+        s.stream = .plainTCP
         s.state = .free
         s.generation &+= 1
         s.pollingOut = false
@@ -72,8 +73,9 @@ extension EventLoop {
             // Port 0 with IP_BIND_ADDRESS_NO_PORT lets the kernel pick the port at connect time per
             // (source, destination) pair instead of reserving one per source address.
             _ = cs_set_int_option(fd, Int32(IPPROTO_IP), 24 /* IP_BIND_ADDRESS_NO_PORT */, 1)
-            if cs_bind_ipv4(fd, src.bigEndian, 0) != 0 {
-                let e = cs_errno(); Glibc.close(fd)
+            let e = syscallStatus { cs_bind_ipv4(fd, src.bigEndian, 0) }
+            if e != 0 {
+                Glibc.close(fd)
                 return .failure(LoopError(operation: "bind", errno: e))
             }
         }
@@ -113,13 +115,14 @@ extension EventLoop {
         let fd = cs_socket_tcp(family)
         guard fd >= 0 else { return .failure(LoopError(operation: "socket", errno: cs_errno())) }
         _ = cs_set_int_option(fd, SOL_SOCKET, SO_REUSEADDR, 1)  // best effort: bind reports the outcome
-        let bound: Int32
+        let bindError: Int32
         switch address {
-        case .ipv4(let a, let port): bound = cs_bind_ipv4(fd, a.bigEndian, port)
+        case .ipv4(let a, let port): bindError = syscallStatus { cs_bind_ipv4(fd, a.bigEndian, port) }
         case .ipv6Loopback: Glibc.close(fd); return .failure(LoopError(operation: "listen on ::1 (not supported yet)", errno: EAFNOSUPPORT))
         }
-        guard bound == 0 else { let e = cs_errno(); Glibc.close(fd); return .failure(LoopError(operation: "bind \(address)", errno: e)) }
-        guard Glibc.listen(fd, backlog) == 0 else { let e = cs_errno(); Glibc.close(fd); return .failure(LoopError(operation: "listen", errno: e)) }
+        guard bindError == 0 else { Glibc.close(fd); return .failure(LoopError(operation: "bind \(address)", errno: bindError)) }
+        let listenError = syscallStatus { Glibc.listen(fd, backlog) }
+        guard listenError == 0 else { Glibc.close(fd); return .failure(LoopError(operation: "listen", errno: listenError)) }
         let port = UInt16(cs_local_port(fd))
         let id = allocateSlot(fd: fd, state: .listener)
         let epfd = epfd

@@ -9,8 +9,7 @@ extension EventLoop {
     func readAvailable(_ index: Int, id: ConnectionID) {
         var budget = configuration.readCapPerWakeup
         while budget > 0 {
-            let fd = slots[index].fd
-            let r = syscall { Glibc.read(fd, readBuffer.baseAddress, readBuffer.count) }
+            let r = slots[index].stream.read(slots[index].fd, into: readBuffer)
             switch r {
             case .wouldBlock: return
             case .failed(let e):

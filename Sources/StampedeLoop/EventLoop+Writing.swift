@@ -96,7 +96,7 @@ extension EventLoop {
             let fd = slots[i].fd
             while !out.isEmpty {
                 let view = out.readable
-                let r = syscall { cs_send_nosignal(fd, view.baseAddress, view.count) }
+                let r = slots[i].stream.write(fd, UnsafeRawBufferPointer(view))
                 switch r {
                 case .done(let n):
                     out.consume(n)
@@ -130,8 +130,10 @@ extension EventLoop {
         }
         if slots[i].shutdownWhenFlushed {
             slots[i].shutdownWhenFlushed = false
-            // A failure (ENOTCONN: the peer is already gone) shows up on the next read.
-            _ = Glibc.shutdown(slots[i].fd, Int32(SHUT_WR))
+            // A failure (ENOTCONN: the peer is already gone) shows up on the next read, which
+            // ends the connection with its reason; there is nothing to do about it here.
+            let e = slots[i].stream.shutdownWrite(slots[i].fd)
+            if e != 0 && e != ENOTCONN { peerClosed(i, id: id, reason: .error(e)); return }
         }
         if slots[i].backedUp { _ = relieved(i, id: id) }
     }

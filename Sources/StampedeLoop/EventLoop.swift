@@ -28,6 +28,8 @@ public final class EventLoop: @unchecked Sendable {
 
     struct Slot {
         var fd: Int32 = -1
+        /// How the connection's bytes cross the socket (see `ByteStream`).
+        var stream = ByteStream.plainTCP
         var generation: UInt32 = 0
         var state: State = .free
         var out: ByteBuffer? = nil
@@ -103,7 +105,12 @@ public final class EventLoop: @unchecked Sendable {
         epfd = epoll_create1(Int32(EPOLL_CLOEXEC))
         timerfd = cs_timerfd_create()
         wakefd = cs_eventfd_create()
-        guard epfd >= 0, timerfd >= 0, wakefd >= 0 else { throw LoopError(operation: "epoll/timerfd/eventfd", errno: cs_errno()) }
+        guard epfd >= 0, timerfd >= 0, wakefd >= 0 else {
+            // Not every stored property is set, so deinit will not run: close what did open.
+            let e = cs_errno()
+            for fd in [epfd, timerfd, wakefd] where fd >= 0 { Glibc.close(fd) }
+            throw LoopError(operation: "epoll/timerfd/eventfd", errno: e)
+        }
         readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
         events = UnsafeMutableRawPointer.allocate(byteCount: cs_epoll_event_size() * configuration.maxEventsPerWait, alignment: 16)
         let (ep, tfd, wfd) = (epfd, timerfd, wakefd)

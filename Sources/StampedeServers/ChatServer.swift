@@ -1,5 +1,6 @@
 import CStampedeLinux
 import StampedeLoop
+import StampedeSession
 import StampedeWire
 #if canImport(Glibc)
 import Glibc
@@ -63,7 +64,7 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
     static let dropCloseGraceNs: UInt64 = 2_000_000_000
     /// The server's one timer: the end of a drop's grace period.
     static let dropGraceTimer = TimerToken(kind: 1)
-    /// Close code and reason of a clean drop: 1012 "service restart" (IANA close code registry).
+    /// Close code and reason of a clean drop: 1012 "service restart" (registered in the close code registry of RFC 6455 §11.7).
     static let serviceRestartCode: UInt16 = 1012
     static let serviceRestartReason: StaticString = "service restart"
 

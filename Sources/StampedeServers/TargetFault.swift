@@ -71,7 +71,8 @@ struct FaultState {
             while true {
                 let now = EventLoop.now()
                 guard now < deadline else { return }
-                // usleep takes at most a second's worth reliably; signals may cut it short.
+                // usleep takes at most a second's worth reliably. Its result does not matter: a
+                // signal that cuts it short (EINTR) only brings the deadline check round sooner.
                 _ = usleep(useconds_t(min((deadline - now) / 1000, 500_000)))
             }
         }

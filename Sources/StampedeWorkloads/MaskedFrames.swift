@@ -1,4 +1,5 @@
 import StampedeLoop
+import StampedeSession
 import StampedeWire
 
 extension EventLoop {

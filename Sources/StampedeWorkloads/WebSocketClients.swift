@@ -1,6 +1,7 @@
 import CStampedeLinux
 import StampedeLoop
 import StampedeMetrics
+import StampedeSession
 import StampedeWire
 
 /// How one simulated WebSocket connection ended. Every connection ends in exactly one of these.

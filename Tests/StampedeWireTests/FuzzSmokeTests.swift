@@ -7,7 +7,8 @@ import Testing
 /// one process at a time. Long runs: `Fuzz/run.sh TARGET SECONDS` (README "Fuzzing").
 @Suite(.serialized)
 struct FuzzSmokeTests {
-    static let targets = ["websocket", "json-hub", "msgpack-hub", "sse", "http-response", "http-request", "hub-session"]
+    static let targets = ["websocket", "json-hub", "msgpack-hub", "sse", "http-response", "http-request", "http-exchange", "hub-session",
+                          "websocket-session"]
     /// Seconds of fuzzing per target after the seeds.
     static let seconds = 4
 

@@ -33,9 +33,11 @@ let benchmarks: @Sendable () -> Void = {
     )
     maskingBenchmarks()
     frameBenchmarks()
+    webSocketSessionBenchmarks()
     hubBenchmarks()
     hubSessionBenchmarks()
     httpBenchmarks()
+    httpSessionBenchmarks()
     histogramBenchmarks()
     referenceBenchmarks()
 }

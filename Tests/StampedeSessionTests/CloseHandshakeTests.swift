@@ -1,5 +1,6 @@
 import Testing
-@testable import StampedeWire
+import StampedeWire
+@testable import StampedeSession
 
 // The close handshake (RFC 6455 §5.5.1, §7.1): what each role sends and does with TCP, fed the
 // Close frames a peer puts on the wire, and how each ending is counted.
