@@ -5,6 +5,7 @@ import Foundation
 import StampedeLoop
 import StampedeMetrics
 import StampedeScenario
+import StampedeSession
 import StampedeWire
 
 extension HubClients {
@@ -110,9 +111,12 @@ extension HubClients {
         clients[k].main = ConnectionID(index: .max, generation: 0)
     }
 
-    /// Writes the WebSocket Close frame a close-handshake step calls for, if any.
-    func writeClose(_ k: Int, _ step: WebSocketCloseHandshake.Step) {
-        loop.writeMaskedClose(clients[k].main, step, key: UInt32(truncatingIfNeeded: random.next()))
+    /// Writes the WebSocket Close frame a close-handshake step calls for, if any (a mask key is
+    /// drawn either way, as every close step always has).
+    func writeClose(_ k: Int, _ payload: WebSocketClosePayload?) {
+        let key = UInt32(truncatingIfNeeded: random.next())
+        guard let payload else { return }
+        loop.writeMaskedFrame(clients[k].main, opcode: .close, length: payload.count, key: key) { payload.write(into: $0) }
     }
 
     func closeSide(_ k: Int) {
@@ -242,10 +246,6 @@ extension HubClients {
         switch clients[k].transport {
         case .webSockets:
             clients[k].mainState = .wsUpgrade
-            clients[k].receiver = WebSocketReceiver(role: .client, maxMessageBytes: plan.maxMessageBytes)
-            clients[k].closeHandshake = WebSocketCloseHandshake(role: .client)
-            let key = WebSocketHandshake.makeKey(using: &random)
-            clients[k].wsKey = key
             var headers: [(String, String)] = []
             if !plan.spec.tokenInQuery, let t = clients[k].redirectToken ?? plan.accessToken { headers.append(("Authorization", "Bearer " + t)) }
             let extra = String(decoding: plan.extraHeaderLines, as: UTF8.self)
@@ -254,9 +254,14 @@ extension HubClients {
                     headers.append((String(line[..<colon]), String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)))
                 }
             }
-            let request = WebSocketHandshake.request(host: clients[k].base.host, port: clients[k].base.port, path: transportTarget(k, forStream: true), key: key,
-                                                     subprotocol: nil, headers: headers)
-            request.withUnsafeBytes { loop.write(id, $0) }
+            // The hub's own timers bound the upgrade and the close (the handshake and close
+            // timeouts), so the session's deadlines are not armed.
+            var webSocket = WebSocketClientSession(configuration: .init(
+                host: clients[k].base.host, port: clients[k].base.port, path: transportTarget(k, forStream: true), headers: headers,
+                upgradeTimeoutNs: .max / 4, closeTimeoutNs: .max / 4, maxMessageBytes: plan.maxMessageBytes))
+            _ = webSocket.connected(now: EventLoop.now(), random: &random)
+            webSocket.upgradeRequest.withUnsafeBytes { loop.write(id, $0) }
+            clients[k].webSocket = webSocket
         case .serverSentEvents:
             clients[k].mainState = .sseHead
             clients[k].sse = SSEParser(maxEventBytes: plan.maxMessageBytes)

@@ -100,7 +100,7 @@ extension HubClients {
     func leaveWithClose(_ k: Int) {
         sendCloseMessage(k)
         if clients[k].transport == .webSockets {
-            if clients[k].mainState == .wsOpen { writeClose(k, clients[k].closeHandshake.sending(code: 1000)) }
+            if clients[k].mainState == .wsOpen { closeWebSocket(k) }
             closeMainAfterFlush(k)
         } else {
             closeMain(k)
@@ -143,7 +143,7 @@ extension HubClients {
         switch clients[k].transport {
         case .webSockets where clients[k].mainState == .wsOpen:
             // Our Close; keep reading for the answer, bounded by the close timeout below.
-            writeClose(k, clients[k].closeHandshake.sending(code: 1000))
+            closeWebSocket(k)
             loop.shutdownWriteAfterFlush(clients[k].main)
         case .longPolling where clients[k].sideState == .idle:
             clients[k].sideState = .delete

@@ -4,6 +4,7 @@
 
 import StampedeLoop
 import StampedeMetrics
+import StampedeSession
 import StampedeWire
 
 extension HubClients {
@@ -90,66 +91,72 @@ extension HubClients {
         fail(k, .httpStatus)
     }
 
+    /// A placeholder for clients whose main connection is not a WebSocket (yet).
+    static var idleWebSocket: WebSocketClientSession {
+        WebSocketClientSession(configuration: .init(host: "", port: 0, path: "", upgradeTimeoutNs: 0, closeTimeoutNs: 0, maxMessageBytes: 0))
+    }
+
+    /// Our close handshake (1000): the Close frame now; the answer is read until the hub's
+    /// close timeout.
+    func closeWebSocket(_ k: Int) {
+        guard case .closing(let send, _, _) = clients[k].webSocket.close(code: 1000, now: EventLoop.now()) else { return }
+        writeClose(k, send)
+    }
+
     func receivedWebSocket(_ k: Int, _ id: ConnectionID, _ buffer: UnsafeMutableRawBufferPointer) -> Int {
         var offset = 0
-        if clients[k].mainState == .wsUpgrade {
-            switch WebSocketHandshake.parseHead(UnsafeRawBufferPointer(buffer), isResponse: true) {
-            case .needMore: return 0
-            case .invalid:
-                fail(k, .upgradeInvalid)
-                return buffer.count
-            case .head(let head):
-                switch WebSocketHandshake.validateResponse(head, key: clients[k].wsKey, requestedSubprotocol: nil) {
-                case .rejected(let status):
-                    httpFailure(k, status)
-                    return buffer.count
-                case .invalid:
-                    fail(k, .upgradeInvalid)
-                    return buffer.count
-                case .accepted:
-                    clients[k].mainState = .wsOpen
-                    offset = head.length
-                    if clients[k].session.isResuming { resumed(k) } else { transportOpened(k) }
-                }
-            }
-        }
         let epoch = clients[k].epoch
-        while offset < buffer.count {
+        while true {  // every answer but `.needMore` and the endings consumes bytes
             let rest = UnsafeMutableRawBufferPointer(rebasing: buffer[offset...])
-            let (event, consumed) = clients[k].receiver.next(rest)
-            switch event {
-            case .needMore: return offset
-            case .fragment, .pong: break
+            let (action, consumed) = clients[k].webSocket.next(rest, now: EventLoop.now())
+            switch action {
+            case .needMore, .none, .sendUpgradeRequest:
+                return offset + consumed
+            case .opened:
+                clients[k].mainState = .wsOpen
+                offset += consumed
+                if clients[k].session.isResuming { resumed(k) } else { transportOpened(k) }
             case .message(_, let range):
                 // JSON may arrive in Binary frames too (aiosignalr does): accept either opcode.
                 receiveHub(k, UnsafeRawBufferPointer(rebasing: rest[range]))
+                offset += consumed
             case .assembledMessage:
-                let assembled = clients[k].receiver.assembled
+                let assembled = clients[k].webSocket.assembled
                 assembled.withUnsafeBytes { receiveHub(k, $0) }
-            case .ping(let range):
+                offset += consumed
+            case .sendPong(let range):
                 // RFC 6455 §5.5.2: answer with a pong carrying the same payload.
                 loop.writeMaskedFrame(id, opcode: .pong, payload: UnsafeRawBufferPointer(rebasing: rest[range]),
                                       key: UInt32(truncatingIfNeeded: random.next()))
-            case .close(let code, _):
-                // Answer the server's Close (or take its answer to ours), then close once the answer is
-                // written: the client may close rather than wait for the server's FIN (RFC 6455 §7.1.1),
-                // and this one moves on at once, to reconnect or to end.
-                writeClose(k, clients[k].closeHandshake.received(code: code))
+                offset += consumed
+            case .pong:
+                offset += consumed
+            case .closing(let send, _, _):
+                // The server's Close (answered, or the answer to ours), or a failure (§7.1.7: our
+                // Close carries its code). Then TCP goes once the answer is written: the client
+                // may close rather than wait for the server's FIN (RFC 6455 §7.1.1), and this one
+                // moves on at once, to reconnect or to end.
+                writeClose(k, send)
                 closeMainAfterFlush(k)
+                let outcome = clients[k].webSocket.closeHandshake.outcome
+                if case .failed(let f) = outcome {
+                    fail(k, ErrorClass(f))
+                    return buffer.count
+                }
                 if clients[k].phase == .closing { closeSide(k); setPhase(k, .ended); return buffer.count }
-                if case .error = clients[k].closeHandshake.outcome { metrics.error(.closedWithError) }
+                if case .error = outcome { metrics.error(.closedWithError) }
                 drop(k, reason: nil)
                 return buffer.count
-            case .fail(let f):
-                writeClose(k, clients[k].closeHandshake.failed(f))  // §7.1.7: the failure's code, then TCP goes
-                closeMainAfterFlush(k)
-                fail(k, ErrorClass(f))
+            case .ended(let end, _):
+                switch end {
+                case .upgradeRejected(let status): httpFailure(k, status)
+                case .upgradeInvalid: fail(k, .upgradeInvalid)
+                default: fail(k, .protocolError)  // the session ends on input only in the upgrade
+                }
                 return buffer.count
             }
-            offset += consumed
             guard clients[k].epoch == epoch else { return buffer.count }
         }
-        return offset
     }
 
     func receivedHTTPMain(_ k: Int, _ bytes: UnsafeRawBufferPointer) -> Int {

@@ -40,9 +40,9 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         var sse = SSEParser()
         /// SSE body bytes not yet consumed by the event parser.
         var sseBytes: [UInt8] = []
-        var receiver = WebSocketReceiver(role: .client, maxMessageBytes: 1)
-        var closeHandshake = WebSocketCloseHandshake(role: .client)
-        var wsKey = ""
+        /// The WebSocket of the main connection (upgrade, frames, close handshake), made when
+        /// its TCP connect completes.
+        var webSocket = HubClients.idleWebSocket
         var sideBody: [UInt8] = []
         var sideStatus = 0
         /// Framed hub messages waiting for the side connection (SSE and long polling).
