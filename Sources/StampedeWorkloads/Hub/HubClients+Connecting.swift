@@ -60,11 +60,11 @@ extension HubClients {
             if role == .main {
                 clients[k].main = id
                 clients[k].mainState = .tcp
-                clients[k].mainHTTP = HTTPResponseParser()
+                clients[k].mainExchange.reset()
             } else {
                 clients[k].side = id
                 clients[k].sideState = .tcp
-                clients[k].sideHTTP = HTTPResponseParser()
+                clients[k].sideExchange.reset()
             }
             bind(id, k, role)
         case .failure(let e):
@@ -162,7 +162,7 @@ extension HubClients {
 
     func sendNegotiate(_ k: Int) {
         clients[k].sideState = .negotiate
-        clients[k].sideBody.removeAll(keepingCapacity: true)
+        _ = clients[k].sideExchange.start(method: .post, body: .collect, now: EventLoop.now())
         let target = clients[k].base.negotiateTarget(version: plan.spec.negotiateVersion, statefulReconnect: plan.spec.statefulReconnect)
         sendRequest(k, on: clients[k].side, method: .post, target: target, contentType: "text/plain;charset=UTF-8",
                     body: UnsafeRawBufferPointer(start: nil, count: 0))
@@ -179,6 +179,7 @@ extension HubClients {
     func flushPosts(_ k: Int) {
         guard clients[k].sideState == .idle, !clients[k].postQueue.isEmpty else { return }
         clients[k].sideState = .post
+        _ = clients[k].sideExchange.start(method: .post, body: .discard, now: EventLoop.now())
         if clients[k].postRequest == nil {
             clients[k].postRequest = makeRequest(k, method: .post, target: transportTarget(k),
                                                  contentType: plan.spec.protocolKind == .json ? "text/plain;charset=UTF-8" : "application/octet-stream")
@@ -264,12 +265,12 @@ extension HubClients {
             clients[k].webSocket = webSocket
         case .serverSentEvents:
             clients[k].mainState = .sseHead
-            clients[k].sse = SSEParser(maxEventBytes: plan.maxMessageBytes)
-            clients[k].sseBytes.removeAll(keepingCapacity: true)
+            _ = clients[k].mainExchange.start(method: .get, body: .events, now: EventLoop.now())
             sendRequest(k, on: id, method: .get, target: transportTarget(k, forStream: true), accept: "text/event-stream",
                         tokenInTarget: plan.spec.tokenInQuery)
         case .longPolling:
             clients[k].mainState = .pollFirst
+            _ = clients[k].mainExchange.start(method: .get, body: .discard, now: EventLoop.now())
             sendRequest(k, on: id, method: .get, target: transportTarget(k))
         }
     }

@@ -147,6 +147,7 @@ extension HubClients {
             loop.shutdownWriteAfterFlush(clients[k].main)
         case .longPolling where clients[k].sideState == .idle:
             clients[k].sideState = .delete
+            _ = clients[k].sideExchange.start(method: .delete, body: .discard, now: EventLoop.now())
             sendRequest(k, on: clients[k].side, method: .delete, target: transportTarget(k))
         default:
             break

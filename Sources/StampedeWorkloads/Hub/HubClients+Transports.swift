@@ -43,30 +43,26 @@ extension HubClients {
         var offset = 0
         let epoch = clients[k].epoch
         let side = clients[k].side
-        // Keep asking until the parser needs more: a response that ends exactly at the end of
-        // the input reports `.end` only when asked again with nothing left.
+        // Keep asking until the exchange needs more: a response that ends exactly at the end of
+        // the input is complete only when asked again with nothing left.
         while true {
-            let (event, used) = clients[k].sideHTTP.next(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
-            offset += used
-            switch event {
+            let (action, consumed) = clients[k].sideExchange.next(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+            offset += consumed
+            switch action {
             case .needMore: return offset
-            case .error:
+            case .ended:
                 fail(k, .protocolError)
                 return bytes.count
-            case .head(let head):
-                clients[k].sideStatus = head.status
-            case .body(let r):
-                if clients[k].sideState == .negotiate {
-                    clients[k].sideBody.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[(offset - used)...])[r])
-                }
-            case .end:
-                let status = clients[k].sideStatus
+            case .head, .body, .event, .heldEvent:
+                break  // the status and negotiate's body are kept by the exchange
+            case .complete:
+                let status = clients[k].sideExchange.status
                 let state = clients[k].sideState
                 clients[k].sideState = .idle
                 switch state {
                 case .negotiate:
                     guard status == 200 else { httpFailure(k, status); return bytes.count }
-                    negotiated(k, clients[k].sideBody)
+                    negotiated(k, clients[k].sideExchange.collectedBody)
                 case .post:
                     // 200 ok; 404 gone; anything else fails the connection (§2).
                     guard status == 200 else { httpFailure(k, status); return bytes.count }
@@ -162,16 +158,16 @@ extension HubClients {
     func receivedHTTPMain(_ k: Int, _ bytes: UnsafeRawBufferPointer) -> Int {
         var offset = 0
         let epoch = clients[k].epoch
-        while true {  // as in receivedSide: `.end` may need one more call with nothing left
+        while true {  // as in receivedSide: a response may be complete only when asked again
             let slice = UnsafeRawBufferPointer(rebasing: bytes[offset...])
-            let (event, used) = clients[k].mainHTTP.next(slice)
-            switch event {
-            case .needMore: return offset + used
-            case .error:
+            let (action, consumed) = clients[k].mainExchange.next(slice)
+            switch action {
+            case .needMore: return offset + consumed
+            case .ended:
                 fail(k, .protocolError)
                 return bytes.count
             case .head(let head):
-                offset += used
+                offset += consumed
                 guard head.status == 200 || (head.status == 204 && clients[k].transport == .longPolling) else {
                     httpFailure(k, head.status)
                     return bytes.count
@@ -187,16 +183,21 @@ extension HubClients {
                     transportOpened(k)
                 }
             case .body(let r):
-                offset += used
-                let piece = UnsafeRawBufferPointer(rebasing: slice[r])
-                if clients[k].transport == .serverSentEvents {
-                    feedSSE(k, piece)
-                } else if clients[k].mainState == .pollWaiting {
+                offset += consumed
+                if clients[k].mainState == .pollWaiting {
                     // A poll body holds complete framed messages; pieces go straight to the hub parser.
-                    receiveHub(k, piece)
+                    receiveHub(k, UnsafeRawBufferPointer(rebasing: slice[r]))
                 }
-            case .end:
-                offset += used
+            case .event(let data):
+                // One SSE event may hold several hub messages (§2).
+                offset += consumed
+                receiveHub(k, UnsafeRawBufferPointer(rebasing: slice[data]))
+            case .heldEvent:
+                offset += consumed
+                let exchange = clients[k].mainExchange  // a copy (no bytes copied): receiving touches `clients`
+                exchange.withHeldEvent { receiveHub(k, $0) }
+            case .complete:
+                offset += consumed
                 if clients[k].transport == .longPolling { pollEnded(k) }
             }
             guard clients[k].epoch == epoch else { return bytes.count }
@@ -212,42 +213,12 @@ extension HubClients {
         guard isAlive(k), clients[k].phase != .closing else { return }
         clients[k].mainState = .pollWaiting
         if clients[k].pollRequest == nil { clients[k].pollRequest = makeRequest(k, method: .get, target: transportTarget(k)) }
+        _ = clients[k].mainExchange.start(method: .get, body: .pieces, now: EventLoop.now())
         send(clients[k].pollRequest!, on: clients[k].main)
     }
 
     func openSideForPosts(_ k: Int) {
         if clients[k].sideState == .none { openSide(k) }
-    }
-
-    /// SSE body bytes: the parser wants every unconsumed byte offered again with the next piece.
-    func feedSSE(_ k: Int, _ piece: UnsafeRawBufferPointer) {
-        clients[k].sseBytes.append(contentsOf: piece)
-        var bytes = clients[k].sseBytes
-        clients[k].sseBytes = []
-        var offset = 0
-        let epoch = clients[k].epoch
-        bytes.withUnsafeBytes { all in
-            while offset < all.count {
-                let rest = UnsafeRawBufferPointer(rebasing: all[offset...])
-                let (event, used) = clients[k].sse.next(rest)
-                offset += used
-                switch event {
-                case .needMore: return
-                case .event(let data):
-                    receiveHub(k, UnsafeRawBufferPointer(rebasing: rest[data]))
-                case .assembledEvent:
-                    let assembled = clients[k].sse.assembled
-                    assembled.withUnsafeBytes { receiveHub(k, $0) }
-                case .error:
-                    fail(k, .protocolError)
-                    return
-                }
-                if clients[k].epoch != epoch { return }
-            }
-        }
-        guard clients[k].epoch == epoch else { return }
-        bytes.removeFirst(min(offset, bytes.count))
-        clients[k].sseBytes = bytes
     }
 
     public func closed(_ id: ConnectionID, reason: CloseReason, loop: EventLoop) {

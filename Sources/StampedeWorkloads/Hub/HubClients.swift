@@ -35,16 +35,13 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         var side = ConnectionID(index: .max, generation: 0)
         var mainState = MainState.none
         var sideState = SideState.none
-        var mainHTTP = HTTPResponseParser()
-        var sideHTTP = HTTPResponseParser()
-        var sse = SSEParser()
-        /// SSE body bytes not yet consumed by the event parser.
-        var sseBytes: [UInt8] = []
+        /// The HTTP exchanges of the two connections: the SSE stream or the polls on `main`,
+        /// negotiate, the POSTs and the DELETE on `side`.
+        var mainExchange = HTTPClientExchange()
+        var sideExchange = HTTPClientExchange()
         /// The WebSocket of the main connection (upgrade, frames, close handshake), made when
         /// its TCP connect completes.
         var webSocket = HubClients.idleWebSocket
-        var sideBody: [UInt8] = []
-        var sideStatus = 0
         /// Framed hub messages waiting for the side connection (SSE and long polling).
         var postQueue: [UInt8] = []
         /// The POST and poll requests of this connection, built once (they are sent per message).
@@ -116,8 +113,9 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         self.random = random
         hostHeader = HTTPClientRequest.hostValue(host: plan.base.host, port: plan.base.port, defaultPort: 80)
         let session = HubProtocolSession<Codec>(.init(maxMessageLength: plan.maxMessageBytes))  // replaced at each start
-        clients = Array(repeating: Client(base: plan.base, address: address, hostHeader: hostHeader, session: session),
-                        count: plan.globalIndices.count)
+        var prototype = Client(base: plan.base, address: address, hostHeader: hostHeader, session: session)
+        prototype.mainExchange = HTTPClientExchange(configuration: .init(maxEventBytes: plan.maxMessageBytes))
+        clients = Array(repeating: prototype, count: plan.globalIndices.count)
         notYetStarted = plan.globalIndices.count
         reconnectPolicy = ReconnectPolicy(plan.spec.reconnect)
         userNames = plan.globalIndices.map { Array("\(plan.runTag)-user-\($0)".utf8) }
