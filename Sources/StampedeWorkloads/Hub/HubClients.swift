@@ -7,7 +7,14 @@ import StampedeWire
 
 /// Simulated ASP.NET Core SignalR clients, modelled on the official ones, for one event loop,
 /// generic over the hub protocol so the per-message code is specialised for JSON or MessagePack.
-/// A bare §N in this file is a section of docs/protocols.md, the protocol facts they follow.
+/// A bare §N in these files is a section of docs/protocols.md, the protocol facts they follow.
+///
+/// This file holds the client table, the run's phases and the timers; the rest is split by
+/// concern: `+Connecting` (negotiate, connections, requests), `+Transports` (what the loop
+/// reports on them: WebSocketClientSession, HTTPClientExchange), `+HubProtocol` (the
+/// HubProtocolSession of each client: handshake, keep-alive, resume), `+Calls` (the send
+/// schedule and the stamped calls), `+Replies` (what comes back), `+Reconnect` (ending,
+/// reconnecting, storms, churn).
 ///
 /// Each client owns up to two TCP connections: `main` (the WebSocket, the SSE stream or the
 /// long poll) and `side` (negotiate, and the POSTs that carry client messages on SSE and long
