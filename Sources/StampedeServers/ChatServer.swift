@@ -35,8 +35,8 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
     struct Peer {
         let id: ConnectionID
         var state: State = .upgrading
-        var receiver = WebSocketReceiver(role: .server, maxMessageBytes: ChatServer.maxMessageBytes)
-        var handshake = WebSocketCloseHandshake(role: .server)
+        /// Frames, pings and the close handshake once upgraded.
+        var session = WebSocketServerSession(maxMessageBytes: ChatServer.maxMessageBytes)
         /// Position in `openPeers`, for O(1) removal.
         var openIndex = -1
         /// When `closing` after a drop: the time to give up waiting for the client's close.
@@ -141,31 +141,32 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
             }
         }
         peers[i] = peer
+        // Broken framing while a drop waits for the answer is not counted: the client was already let go.
+        let countsFailures = peer.state != .closing
         while offset < buffer.count {
             let rest = UnsafeMutableRawBufferPointer(rebasing: buffer[offset...])
-            let (event, consumed) = peers[i]!.receiver.next(rest)
-            switch event {
+            let (action, consumed) = peers[i]!.session.next(rest, now: loop.wakeTime)
+            switch action {
             case .needMore:
-                return offset
-            case .fragment, .pong:
-                break
+                return offset + consumed
             case .message(let opcode, let range):
-                if opcode == .text && peer.state == .open { relay(UnsafeRawBufferPointer(rebasing: rest[range])) }
+                if opcode == .text { relay(UnsafeRawBufferPointer(rebasing: rest[range])) }
             case .assembledMessage(let opcode):
-                if opcode == .text && peer.state == .open {
-                    let assembled = peers[i]!.receiver.assembled
+                if opcode == .text {
+                    let assembled = peers[i]!.session.assembled
                     assembled.withUnsafeBytes { relay($0) }
                 }
-            case .ping(let range):
-                if peer.state == .open { sendFrame(id, .pong, UnsafeRawBufferPointer(rebasing: rest[range])) }
-            case .close(let code, _):
-                // The client's close, or its answer to a drop's close frame.
-                carryOut(id, peers[i]!.handshake.received(code: code))
+            case .sendPong(let range):
+                sendFrame(id, .pong, UnsafeRawBufferPointer(rebasing: rest[range]))
+            case .pong, .none:
+                break
+            case .closeTransport(_, let end):
+                // The client's close, its answer to a drop's close frame, or broken framing.
+                if case .failed = end, countsFailures { statistics.protocolErrors += 1 }
+                carryOut(id, action)
                 return buffer.count
-            case .fail(let failure):
-                // Broken framing while a drop waits for the answer is not counted: the client was already let go.
-                if peer.state != .closing { statistics.protocolErrors += 1 }
-                carryOut(id, peers[i]!.handshake.failed(failure))
+            case .closing, .ended:
+                carryOut(id, action)  // not answers to input; carried out all the same
                 return buffer.count
             }
             offset += consumed
@@ -190,8 +191,7 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
             let i = Int(id.index)
             guard loop.isAlive(id), i < peers.count, let peer = peers[i], peer.state == .closing else { continue }
             if peer.closeDeadline <= now {
-                peers[i] = nil
-                loop.close(id)
+                carryOut(id, peers[i]!.session.abort())
             } else {
                 kept.append(id)
             }
@@ -241,8 +241,8 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
                 continue
             }
             var closing = peer
-            let step = closing.handshake.sending(code: Self.serviceRestartCode, reason: Self.serviceRestartReason)
-            carryOut(id, step)
+            // No session deadline: one timer bounds the whole drop's wait (`dropGraceTimer`).
+            carryOut(id, closing.session.close(code: Self.serviceRestartCode, reason: Self.serviceRestartReason, now: EventLoop.now()))
             closing.state = .closing
             closing.openIndex = -1
             closing.closeDeadline = deadline
@@ -277,19 +277,24 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
         peers[i] = nil
     }
 
-    /// Carries out a step of the close handshake: its Close frame, then TCP. The server closes
-    /// first once the handshake is over (RFC 6455 §7.1.1); while its own Close is unanswered it
-    /// stops writing and keeps reading, bounded by the drop's grace timer.
-    func carryOut(_ id: ConnectionID, _ step: WebSocketCloseHandshake.Step) {
-        if let payload = step.send { payload.withUnsafeBytes { sendFrame(id, .close, $0) } }
-        switch step.transport {
-        case .unchanged:
-            break
-        case .awaitClose:
+    /// Carries out a WebSocket session action that ends or half-closes the connection: its Close
+    /// frame, then TCP. The server closes first once the handshake is over (RFC 6455 §7.1.1);
+    /// while its own Close is unanswered it stops writing and keeps reading, bounded by the
+    /// drop's grace timer.
+    func carryOut(_ id: ConnectionID, _ action: WebSocketServerSession.Action) {
+        switch action {
+        case .closing(let send, _):
+            send.withUnsafeBytes { sendFrame(id, .close, $0) }
             loop.shutdownWriteAfterFlush(id)
-        case .close, .awaitFIN:  // `.awaitFIN` is the client's
+        case .closeTransport(let send, _):
+            if let send { send.withUnsafeBytes { sendFrame(id, .close, $0) } }
             leave(id)
             loop.closeAfterFlush(id)
+        case .ended(_, let closeTransport):
+            leave(id)
+            if closeTransport { loop.close(id) }
+        case .needMore, .message, .assembledMessage, .sendPong, .pong, .none:
+            break
         }
     }
 

@@ -254,6 +254,11 @@ public struct HTTPClientExchange: Sendable {
                 if let step = nextEvent(buffer, piece: piece) { return step }
                 offset = piece.upperBound
             }
+        } else if pieceLeft > 0 || !carry.isEmpty {
+            // The caller stopped reading events mid-body: what the HTTP parser already consumed
+            // is skipped, not parsed again.
+            offset = pieceLeft
+            clearEventState()
         }
         while true {
             let available = buffer.count - offset

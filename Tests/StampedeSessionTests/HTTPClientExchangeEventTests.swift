@@ -49,3 +49,25 @@ import Testing
         #expect(d.log == ["head 200", "complete", "head 200", "event d", "complete"])
     }
 }
+
+extension HTTPClientExchangeEventTests {
+    @Test func leavingEventsMidPieceSkipsWhatTheParserAlreadyConsumed() {
+        var d = ExchangeDriver(body: .events)
+        d.pending = Array((Self.streamHead + Self.chunk("data: a\n\ndata: b\n\n") + Self.chunk("zz") + "0\r\n\r\n").utf8)
+        var steps = 0
+        while steps < 2 {
+            steps += 1
+            let consumed = d.pending.withUnsafeBytes { buf -> Int in
+                let (action, consumed) = d.exchange.next(buf)
+                _ = d.record(action, buf)
+                return consumed
+            }
+            d.pending.removeFirst(consumed)
+        }
+        #expect(d.log == ["head 200", "event a"])
+        #expect(d.exchange.pieceLeft > 0)
+        d.exchange.bodyHandling = .pieces
+        d.drain()
+        #expect(d.log == ["head 200", "event a", "body zz", "complete"])
+    }
+}

@@ -105,10 +105,7 @@ extension HubServer {
         case .webSockets?, .serverSentEvents?:
             if let id = c.socket, let s = socket(id) {
                 if c.transport == .webSockets {
-                    // Our own Close (1000). The socket is forgotten with the connection, so TCP goes
-                    // once it is written rather than after the client's answer (RFC 6455 §7.1.1: the server
-                    // closes first either way).
-                    writeCloseFrame(id, s.closeHandshake.sending(code: 1000))
+                    sendWebSocketClose(s)
                 } else if c.sseChunked {
                     let last = HTTPResponseWriter.lastChunk
                     loop.write(id, UnsafeRawBufferPointer(start: last.utf8Start, count: last.utf8CodeUnitCount))

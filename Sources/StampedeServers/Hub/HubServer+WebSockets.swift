@@ -30,8 +30,7 @@ extension HubServer {
         WebSocketHandshake.switchingProtocols(key: s.webSocketKey).withUnsafeBytes { loop.write(s.id, $0) }
         s.mode = .webSocket
         limits.noDeadline(s.id, loop)
-        s.receiver = WebSocketReceiver(role: .server, maxMessageBytes: max(1 << 20, maxMessage * 4))
-        s.closeHandshake = WebSocketCloseHandshake(role: .server)
+        s.webSocket = WebSocketServerSession(maxMessageBytes: max(1 << 20, maxMessage * 4))
         s.connection = c
         c.socket = s.id
         if resuming {
@@ -45,31 +44,29 @@ extension HubServer {
 
     // MARK: WebSocket frames
 
+    /// Carries out the WebSocket session's actions for what the client sent: messages go to the
+    /// hub connection, pings are answered, and a Close or broken framing ends the socket.
     func receivedWebSocket(_ s: HubSocket, _ buffer: UnsafeMutableRawBufferPointer, from start: Int) -> Int {
         var offset = start
         while offset < buffer.count && s.mode == .webSocket {
             let rest = UnsafeMutableRawBufferPointer(rebasing: buffer[offset...])
-            let (event, consumed) = s.receiver!.next(rest)
-            switch event {
+            let (action, consumed) = s.webSocket!.next(rest, now: loop.wakeTime)
+            switch action {
             case .needMore:
-                return offset
-            case .fragment, .pong:
-                break
+                return offset + consumed
             case .message(_, let r):
                 if let c = s.connection, !c.disposed { feed(c, UnsafeRawBufferPointer(rebasing: rest[r])) }
             case .assembledMessage:
-                let assembled = s.receiver!.assembled
+                let assembled = s.webSocket!.assembled
                 if let c = s.connection, !c.disposed { assembled.withUnsafeBytes { feed(c, $0) } }
-            case .ping(let r):
+            case .sendPong(let r):
                 writeFrame(s.id, .pong, UnsafeRawBufferPointer(rebasing: rest[r]))
-            case .close(let code, _):
-                writeCloseFrame(s.id, s.closeHandshake.received(code: code))
-                closeWebSocketSocket(s, graceful: true)
-                return buffer.count
-            case .fail(let failure):
-                statistics.protocolErrors += 1
-                writeCloseFrame(s.id, s.closeHandshake.failed(failure))
-                closeWebSocketSocket(s, graceful: true)
+            case .pong, .none, .closing, .ended:
+                break  // the last two never answer input
+            case .closeTransport(let send, let end):
+                if case .failed = end { statistics.protocolErrors += 1 }
+                if let send { send.withUnsafeBytes { writeFrame(s.id, .close, $0) } }
+                closeWebSocketSocket(s)
                 return buffer.count
             }
             offset += consumed
@@ -77,22 +74,24 @@ extension HubServer {
         return s.mode == .webSocket ? offset : buffer.count
     }
 
-    /// Writes the Close frame a close-handshake step calls for, if any: the echo of the
-    /// client's code, the failure's code, or our own (RFC 6455 §5.5.1, never a second one).
-    func writeCloseFrame(_ id: ConnectionID, _ step: WebSocketCloseHandshake.Step) {
-        if let payload = step.send { payload.withUnsafeBytes { writeFrame(id, .close, $0) } }
+    /// Our own Close (1000) on a WebSocket whose hub connection ends. The socket is forgotten
+    /// with the connection, so the caller closes TCP once it is written rather than after the
+    /// client's answer (the server closes first either way, RFC 6455 §7.1.1).
+    func sendWebSocketClose(_ s: HubSocket) {
+        guard case .closeTransport(let send?, _) = s.webSocket?.close(code: 1000, now: loop.wakeTime, waitForAnswer: false) else { return }
+        send.withUnsafeBytes { writeFrame(s.id, .close, $0) }
     }
 
-    /// The peer closed the WebSocket (or broke its framing): close the socket after the reply
-    /// (the server closes TCP first, RFC 6455 §7.1.1) and end the hub connection. Only an abrupt loss (`closed`) leaves a stateful connection
-    /// waiting to be resumed.
-    func closeWebSocketSocket(_ s: HubSocket, graceful: Bool) {
+    /// The client closed the WebSocket (or broke its framing) and the session answered: close the
+    /// socket after the reply (the server closes TCP first, RFC 6455 §7.1.1) and end the hub
+    /// connection. Only an abrupt loss (`closed`) leaves a stateful connection waiting to be resumed.
+    func closeWebSocketSocket(_ s: HubSocket) {
         let c = s.connection
         loop.closeAfterFlush(s.id)
         forget(s)
         if let c, !c.disposed, c.socket == s.id {
             c.socket = nil
-            if graceful { endConnection(c, close: nil) } else { transportLost(c) }
+            endConnection(c, close: nil)
         }
     }
 

@@ -22,8 +22,8 @@ final class HubSocket {
     let id: ConnectionID
     var mode: Mode = .http
     var parser = HTTPRequestParser()
-    var receiver: WebSocketReceiver? = nil
-    var closeHandshake = WebSocketCloseHandshake(role: .server)
+    /// Frames, pings and the close handshake once the socket is a WebSocket.
+    var webSocket: WebSocketServerSession? = nil
     /// The hub connection this socket carries (WebSocket, SSE) or polls for.
     var connection: HubConnection? = nil
     // The request being received.
