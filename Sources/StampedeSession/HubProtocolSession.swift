@@ -269,13 +269,19 @@ public struct HubProtocolSession<Codec: HubProtocolCodec> {
     public mutating func send(now: UInt64, into out: UnsafeMutableRawBufferPointer,
                               _ write: (UnsafeMutableRawBufferPointer) -> Int?) -> HubSendResult {
         guard let n = write(out) else { return .notSent }
+        return send(UnsafeRawBufferPointer(rebasing: out[0..<n]), now: now)
+    }
+
+    /// Sends a message of types 1–5 the caller already wrote; `.write(count:)` is its whole
+    /// length. For callers whose writing reads state the session's owner would be borrowing.
+    public mutating func send(_ message: UnsafeRawBufferPointer, now: UInt64) -> HubSendResult {
         if isStateful {
-            if !keepForReplay(UnsafeRawBufferPointer(rebasing: out[0..<n])) { return .notSent }
+            if !keepForReplay(message) { return .notSent }
             sentSequence += 1
             if isResuming { return .held }
         }
         lastSentNs = now
-        return .write(count: n)
+        return .write(count: message.count)
     }
 
     /// Keeps a numbered message for replay; false when it must not be sent at all.
