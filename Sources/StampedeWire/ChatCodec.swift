@@ -1,18 +1,3 @@
-/// What the chat workload stamps into every message text so that any receiver can measure
-/// latency without a shared table: who sent it, which one, when it was meant to go, when it went.
-public struct ChatStamp: Sendable, Equatable {
-    /// Global client index of the sender.
-    public var sender: UInt32
-    public var sequence: UInt32
-    /// Intended send time (monotonic ns): the open model's schedule.
-    public var intendedNs: UInt64
-    /// Actual send time (monotonic ns).
-    public var actualNs: UInt64
-    public init(sender: UInt32, sequence: UInt32, intendedNs: UInt64, actualNs: UInt64) {
-        self.sender = sender; self.sequence = sequence; self.intendedNs = intendedNs; self.actualNs = actualNs
-    }
-}
-
 /// The chat wire format (a Vapor chat server's) over raw bytes: the client's
 /// `{"message","user","userID"}` and the server's broadcast with `date` and `id` added.
 /// Building and reading a message touch only the caller's buffers.
@@ -26,18 +11,18 @@ public enum ChatCodec {
 
     /// Length of the stamp text before padding (hex fields, so at most 56 bytes).
     @inlinable
-    public static func stampLength(_ s: ChatStamp) -> Int {
+    public static func stampLength(_ s: MessageStamp) -> Int {
         4 + 4 + hexDigits(UInt64(s.sender)) + hexDigits(UInt64(s.sequence)) + hexDigits(s.intendedNs) + hexDigits(s.actualNs)
     }
 
     /// Total size of a client message with `textSize` bytes of text.
-    public static func clientMessageLength(textSize: Int, stamp: ChatStamp, suffixLength: Int) -> Int {
+    public static func clientMessageLength(textSize: Int, stamp: MessageStamp, suffixLength: Int) -> Int {
         messagePrefix.count + max(textSize, stampLength(stamp)) + suffixLength
     }
 
     /// Writes `{"message":"s…:q…:t…:a…:xxxx","user":…}` at `out` and returns its length.
     /// `out` must hold `clientMessageLength(...)` bytes.
-    public static func writeClientMessage(into out: UnsafeMutableRawPointer, stamp: ChatStamp, textSize: Int, suffix: UnsafeRawBufferPointer) -> Int {
+    public static func writeClientMessage(into out: UnsafeMutableRawPointer, stamp: MessageStamp, textSize: Int, suffix: UnsafeRawBufferPointer) -> Int {
         var p = 0
         messagePrefix.withUnsafeBytes { pre in
             out.copyMemory(from: pre.baseAddress!, byteCount: pre.count)
@@ -78,7 +63,7 @@ public enum ChatCodec {
     /// Writes the stamp text `s…:q…:t…:a…:` (hex fields) at `out`; returns its length
     /// (`stampLength(stamp)`, at most 56 bytes).
     @inlinable
-    public static func writeStamp(_ stamp: ChatStamp, into out: UnsafeMutableRawPointer) -> Int {
+    public static func writeStamp(_ stamp: MessageStamp, into out: UnsafeMutableRawPointer) -> Int {
         var p = writeField(out, 0, UInt8(ascii: "s"), UInt64(stamp.sender))
         p = writeField(out, p, UInt8(ascii: "q"), UInt64(stamp.sequence))
         p = writeField(out, p, UInt8(ascii: "t"), stamp.intendedNs)
@@ -86,18 +71,18 @@ public enum ChatCodec {
     }
 
     /// Reads a stamp written by `writeStamp` at the start of `bytes` (padding after it is ignored).
-    public static func parseStamp(_ bytes: UnsafeRawBufferPointer) -> ChatStamp? {
+    public static func parseStamp(_ bytes: UnsafeRawBufferPointer) -> MessageStamp? {
         var i = 0
         guard let s = readField(bytes, &i, UInt8(ascii: "s")), s <= UInt64(UInt32.max),
               let q = readField(bytes, &i, UInt8(ascii: "q")), q <= UInt64(UInt32.max),
               let t = readField(bytes, &i, UInt8(ascii: "t")),
               let a = readField(bytes, &i, UInt8(ascii: "a")) else { return nil }
-        return ChatStamp(sender: UInt32(s), sequence: UInt32(q), intendedNs: t, actualNs: a)
+        return MessageStamp(sender: UInt32(s), sequence: UInt32(q), intendedNs: t, actualNs: a)
     }
 
     /// Finds the stamp in any JSON object that has a `"message"` string field starting with one,
     /// whatever the key order or whitespace (servers reformat). Nil if there is none.
-    public static func readStamp(_ json: UnsafeRawBufferPointer) -> ChatStamp? {
+    public static func readStamp(_ json: UnsafeRawBufferPointer) -> MessageStamp? {
         guard let start = findStringValue(json, key: messageKey) else { return nil }
         return parseStamp(UnsafeRawBufferPointer(rebasing: json[start...]))
     }

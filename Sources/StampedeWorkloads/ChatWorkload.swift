@@ -6,7 +6,7 @@ import StampedeWire
 /// The WebSocket chat client (it sends `{"message","user","userID"}` and receives every
 /// broadcast) for the clients one event loop owns.
 ///
-/// Every message text carries a `ChatStamp` (sender, sequence, intended and actual send time),
+/// Every message text carries a `MessageStamp` (sender, sequence, intended and actual send time),
 /// so the sender measures its round trip from its own echo and every other client measures
 /// fan-out delivery from the broadcast, with no shared state between loops.
 public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
@@ -37,13 +37,11 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         }
     }
 
-    public enum Phase: Sendable, Equatable { case idle, rampUp, messages, draining, closing }
-
     enum TimerKind: UInt8 { case connect = 1, send = 2, reconnect = 3, heartbeatSweep = 4, stallEnd = 5 }
 
     public let ws: WebSocketClients
     public let plan: Plan
-    public private(set) var phase: Phase = .idle
+    public private(set) var phase: WorkloadPhase = .idle
     var suffixes: [[UInt8]]
     /// Next sequence number to send, per client.
     var nextSequence: [UInt32]
@@ -170,7 +168,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
 
     @inline(__always)
     func sendMessage(_ k: Int, sequence: UInt32, intendedNs: UInt64) {
-        let stamp = ChatStamp(sender: UInt32(plan.globalIndices[k]), sequence: sequence, intendedNs: intendedNs, actualNs: EventLoop.now())
+        let stamp = MessageStamp(sender: UInt32(plan.globalIndices[k]), sequence: sequence, intendedNs: intendedNs, actualNs: EventLoop.now())
         suffixes[k].withUnsafeBytes { suffix in
             let length = ChatCodec.clientMessageLength(textSize: plan.messageSize, stamp: stamp, suffixLength: suffix.count)
             ws.send(k, opcode: .text, length: length) { out in

@@ -3,6 +3,10 @@ import StampedeLoop
 import StampedeMetrics
 import StampedeScenario
 
+/// Where a loop's clients are in the run, as the engine moves them on (every workload's clients
+/// follow the same phases).
+public enum WorkloadPhase: Sendable, Equatable { case idle, rampUp, messages, draining, closing }
+
 /// The clients of one workload that one event loop owns, as the engine drives them. Every
 /// method runs on the loop's thread (the engine calls them through `EventLoop.execute`).
 public protocol LoopWorkload: AnyObject, Sendable {

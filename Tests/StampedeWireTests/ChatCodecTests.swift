@@ -4,7 +4,7 @@ import Foundation
 
 let sampleUserID = "3f2b8c1e-5d4a-4e6b-9c7d-0a1b2c3d4e5f"
 
-func clientMessage(_ stamp: ChatStamp, textSize: Int, user: String = "alice", userID: String = sampleUserID) -> [UInt8] {
+func clientMessage(_ stamp: MessageStamp, textSize: Int, user: String = "alice", userID: String = sampleUserID) -> [UInt8] {
     let suffix = ChatCodec.clientSuffix(user: user, userID: userID)
     let length = ChatCodec.clientMessageLength(textSize: textSize, stamp: stamp, suffixLength: suffix.count)
     var out = [UInt8](repeating: 0xEE, count: length + 16)
@@ -21,25 +21,25 @@ func jsonObject(_ bytes: [UInt8]) throws -> [String: Any] {
     return try #require(object as? [String: Any])
 }
 
-func readStamp(_ bytes: [UInt8]) -> ChatStamp? { bytes.withUnsafeBytes { ChatCodec.readStamp($0) } }
-func readStamp(_ text: String) -> ChatStamp? { readStamp(Array(text.utf8)) }
+func readStamp(_ bytes: [UInt8]) -> MessageStamp? { bytes.withUnsafeBytes { ChatCodec.readStamp($0) } }
+func readStamp(_ text: String) -> MessageStamp? { readStamp(Array(text.utf8)) }
 
 /// The stamp text the codec writes: lowercase hex fields, each followed by a colon.
-func stampText(_ s: ChatStamp) -> String {
+func stampText(_ s: MessageStamp) -> String {
     "s\(String(s.sender, radix: 16)):q\(String(s.sequence, radix: 16)):t\(String(s.intendedNs, radix: 16)):a\(String(s.actualNs, radix: 16)):"
 }
 
-let extremeStamps: [ChatStamp] = [
-    ChatStamp(sender: 0, sequence: 0, intendedNs: 0, actualNs: 0),
-    ChatStamp(sender: .max, sequence: .max, intendedNs: .max, actualNs: .max),
-    ChatStamp(sender: 0, sequence: .max, intendedNs: 0, actualNs: .max),
-    ChatStamp(sender: 1, sequence: 16, intendedNs: 1 << 63, actualNs: (1 << 63) + 1),
-    ChatStamp(sender: 0xF, sequence: 0x10, intendedNs: 0xFFFF_FFFF, actualNs: 0x1_0000_0000),
+let extremeStamps: [MessageStamp] = [
+    MessageStamp(sender: 0, sequence: 0, intendedNs: 0, actualNs: 0),
+    MessageStamp(sender: .max, sequence: .max, intendedNs: .max, actualNs: .max),
+    MessageStamp(sender: 0, sequence: .max, intendedNs: 0, actualNs: .max),
+    MessageStamp(sender: 1, sequence: 16, intendedNs: 1 << 63, actualNs: (1 << 63) + 1),
+    MessageStamp(sender: 0xF, sequence: 0x10, intendedNs: 0xFFFF_FFFF, actualNs: 0x1_0000_0000),
 ]
 
 @Suite struct ChatClientMessageTests {
     @Test func clientMessageIsValidJSONWithPaddedTextAndFields() throws {
-        let stamp = ChatStamp(sender: 7, sequence: 42, intendedNs: 1_700_000_000_123_456_789, actualNs: 1_700_000_000_123_999_000)
+        let stamp = MessageStamp(sender: 7, sequence: 42, intendedNs: 1_700_000_000_123_456_789, actualNs: 1_700_000_000_123_999_000)
         for textSize in [0, 10, stampText(stamp).utf8.count, 64, 100, 1000, 16_000] {
             let bytes = clientMessage(stamp, textSize: textSize)
             let object = try jsonObject(bytes)
@@ -56,19 +56,19 @@ let extremeStamps: [ChatStamp] = [
     }
 
     @Test func stampLengthMatchesWhatIsWritten() {
-        for s in extremeStamps + [ChatStamp(sender: 7, sequence: 42, intendedNs: 12345, actualNs: 67890)] {
+        for s in extremeStamps + [MessageStamp(sender: 7, sequence: 42, intendedNs: 12345, actualNs: 67890)] {
             #expect(ChatCodec.stampLength(s) == stampText(s).utf8.count)
             #expect(ChatCodec.stampLength(s) <= 56)
         }
-        #expect(ChatCodec.stampLength(ChatStamp(sender: .max, sequence: .max, intendedNs: .max, actualNs: .max)) == 56)
+        #expect(ChatCodec.stampLength(MessageStamp(sender: .max, sequence: .max, intendedNs: .max, actualNs: .max)) == 56)
     }
 
     @Test(arguments: ["alice", "a\"b\\c", "line\nbreak\r\ttab", "ctl\u{01}\u{1F}\u{0}end", "Zoë 😀 日本", "</script>", ""])
     func userNamesAreEscapedIntoValidJSON(_ user: String) throws {
-        let bytes = clientMessage(ChatStamp(sender: 1, sequence: 2, intendedNs: 3, actualNs: 4), textSize: 32, user: user)
+        let bytes = clientMessage(MessageStamp(sender: 1, sequence: 2, intendedNs: 3, actualNs: 4), textSize: 32, user: user)
         let object = try jsonObject(bytes)
         #expect(object["user"] as? String == user)
-        #expect(readStamp(bytes) == ChatStamp(sender: 1, sequence: 2, intendedNs: 3, actualNs: 4))
+        #expect(readStamp(bytes) == MessageStamp(sender: 1, sequence: 2, intendedNs: 3, actualNs: 4))
         let fields = try #require(bytes.withUnsafeBytes { ChatServerParser.parse($0) })
         #expect(Array(bytes[fields.userID]) == Array(sampleUserID.utf8))
     }
@@ -77,7 +77,7 @@ let extremeStamps: [ChatStamp] = [
         var rng = SeededRandom(seed: 77)
         var stamps = extremeStamps
         for _ in 0..<500 {
-            stamps.append(ChatStamp(sender: UInt32.random(in: 0...UInt32.max, using: &rng), sequence: UInt32.random(in: 0...UInt32.max, using: &rng),
+            stamps.append(MessageStamp(sender: UInt32.random(in: 0...UInt32.max, using: &rng), sequence: UInt32.random(in: 0...UInt32.max, using: &rng),
                                     intendedNs: rng.next() >> UInt64.random(in: 0...63, using: &rng), actualNs: rng.next()))
         }
         for s in stamps {
@@ -90,7 +90,7 @@ let extremeStamps: [ChatStamp] = [
 
 @Suite struct ChatReadStampTests {
     @Test func readStampOnAReformattedServerBroadcast() {
-        let expected = ChatStamp(sender: 1, sequence: 2, intendedNs: 3, actualNs: 4)
+        let expected = MessageStamp(sender: 1, sequence: 2, intendedNs: 3, actualNs: 4)
         #expect(readStamp(#"{"date": "2025-01-01T00:00:00Z", "message" : "s1:q2:t3:a4:xx", "user": "bob", "userID": "u", "id": 17}"#) == expected)
         #expect(readStamp(#"{"id":17,"userID":"u","user":"bob","message":"s1:q2:t3:a4:","date":"d"}"#) == expected)
         #expect(readStamp("{\n  \"id\" : 17,\n  \"message\"\t:\r\n \"s1:q2:t3:a4:xxxx\"\n}") == expected)
@@ -99,7 +99,7 @@ let extremeStamps: [ChatStamp] = [
     }
 
     @Test func readStampSurvivesFoundationReserialisation() throws {
-        let stamp = ChatStamp(sender: 123_456, sequence: 9, intendedNs: 987_654_321_000, actualNs: 987_654_322_000)
+        let stamp = MessageStamp(sender: 123_456, sequence: 9, intendedNs: 987_654_321_000, actualNs: 987_654_322_000)
         var object = try jsonObject(clientMessage(stamp, textSize: 100))
         object["date"] = "2025-06-01T12:00:00.000Z"
         object["id"] = 42
@@ -120,12 +120,12 @@ let extremeStamps: [ChatStamp] = [
     }
 
     @Test func readStampHandlesEveryTruncationOfAMessage() {
-        let full = clientMessage(ChatStamp(sender: 0xABC, sequence: 0xDEF, intendedNs: 0x1234, actualNs: 0x5678), textSize: 0)
-        let stampEnd = 12 + stampText(ChatStamp(sender: 0xABC, sequence: 0xDEF, intendedNs: 0x1234, actualNs: 0x5678)).utf8.count
+        let full = clientMessage(MessageStamp(sender: 0xABC, sequence: 0xDEF, intendedNs: 0x1234, actualNs: 0x5678), textSize: 0)
+        let stampEnd = 12 + stampText(MessageStamp(sender: 0xABC, sequence: 0xDEF, intendedNs: 0x1234, actualNs: 0x5678)).utf8.count
         for n in 0...full.count {
             let s = readStamp(Array(full.prefix(n)))
             if n >= stampEnd {
-                #expect(s == ChatStamp(sender: 0xABC, sequence: 0xDEF, intendedNs: 0x1234, actualNs: 0x5678), "prefix \(n)")
+                #expect(s == MessageStamp(sender: 0xABC, sequence: 0xDEF, intendedNs: 0x1234, actualNs: 0x5678), "prefix \(n)")
             } else {
                 #expect(s == nil, "prefix \(n)")
             }
@@ -145,7 +145,7 @@ let extremeStamps: [ChatStamp] = [
     }
 
     @Test func acceptsTheClientMessageAndReturnsRawRanges() throws {
-        let bytes = clientMessage(ChatStamp(sender: 1, sequence: 2, intendedNs: 3, actualNs: 4), textSize: 20, user: "bob")
+        let bytes = clientMessage(MessageStamp(sender: 1, sequence: 2, intendedNs: 3, actualNs: 4), textSize: 20, user: "bob")
         let fields = try #require(bytes.withUnsafeBytes { ChatServerParser.parse($0) })
         #expect(String(decoding: bytes[fields.message], as: UTF8.self) == "s1:q2:t3:a4:xxxxxxxx")
         #expect(String(decoding: bytes[fields.user], as: UTF8.self) == "bob")

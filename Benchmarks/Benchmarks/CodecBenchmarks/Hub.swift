@@ -14,7 +14,7 @@ final class HubState<Codec: HubProtocolCodec>: @unchecked Sendable {
         var at = 0
         var stampBytes = [UInt8](repeating: 0, count: 64)
         for i in 0..<count {
-            let stamp = ChatStamp(sender: UInt32(i % 7), sequence: UInt32(i), intendedNs: 1_763_779_200_000_000_000 &+ UInt64(i) * 1_000_000,
+            let stamp = MessageStamp(sender: UInt32(i % 7), sequence: UInt32(i), intendedNs: 1_763_779_200_000_000_000 &+ UInt64(i) * 1_000_000,
                                   actualNs: 1_763_779_200_000_000_000 &+ UInt64(i) * 1_000_000 + 1_234)
             let n = stampBytes.withUnsafeMutableBytes { ChatCodec.writeStamp(stamp, into: $0.baseAddress!) }
             let out = UnsafeMutableRawBufferPointer(rebasing: scratch[at...])

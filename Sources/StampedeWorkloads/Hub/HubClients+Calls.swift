@@ -58,7 +58,7 @@ extension HubClients {
     /// it) and fills any `{stamp}` argument.
     func call(_ k: Int, sequence: UInt32, intendedNs: UInt64) {
         guard let spec = plan.spec.call else { return }
-        let stamp = ChatStamp(sender: UInt32(plan.globalIndices[k]), sequence: sequence, intendedNs: intendedNs, actualNs: EventLoop.now())
+        let stamp = MessageStamp(sender: UInt32(plan.globalIndices[k]), sequence: sequence, intendedNs: intendedNs, actualNs: EventLoop.now())
         var stampBytes: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
         let method = callMethod
         method.withUnsafeBytes { methodName in

@@ -86,7 +86,7 @@ extension HubClients {
     }
 
     /// Checks a Completion's result against the scenario's `expect`.
-    func resultAsExpected(_ m: HubMessage, _ buffer: UnsafeRawBufferPointer, stamp: ChatStamp) -> Bool {
+    func resultAsExpected(_ m: HubMessage, _ buffer: UnsafeRawBufferPointer, stamp: MessageStamp) -> Bool {
         switch plan.spec.expectedResult {
         case .any:
             return true
@@ -106,7 +106,7 @@ extension HubClients {
 
     /// Cancels a stream (§4 CancelInvocation): from the client's side the call is then complete;
     /// a Completion or items the server sends after it are ignored.
-    func cancelStream(_ k: Int, slot: Int, id: UnsafeRawBufferPointer, stamp: ChatStamp) {
+    func cancelStream(_ k: Int, slot: Int, id: UnsafeRawBufferPointer, stamp: MessageStamp) {
         clients[k].streams[slot].cancelled = true
         sendHub(k) { out in Codec.writeCancelInvocation(into: out, invocationId: .utf8(id)) }
         metrics.count(.streamsCancelled)

@@ -102,7 +102,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     let hostHeader: [UInt8]
     let reconnectPolicy: ReconnectPolicy
     var userNames: [[UInt8]]
-    var phase: ChatWorkload.Phase = .idle
+    var phase: WorkloadPhase = .idle
     var schedule: LoadSchedule
     public internal(set) var openCount = 0
     public internal(set) var inFlightConnects = 0

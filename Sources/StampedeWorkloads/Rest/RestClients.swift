@@ -89,7 +89,7 @@ public final class RestClients: EventLoopHandler, LoopWorkload, @unchecked Senda
     let commonHeaders: [UInt8]
     let stalenessHeader: [UInt8]?
     let stalenessField: [UInt8]?
-    var phase: ChatWorkload.Phase = .idle
+    var phase: WorkloadPhase = .idle
     var messagesEndNs: UInt64 = 0
     var stormBook = StormBook()
     public var storms: [StormShard] { stormBook.shards }
