@@ -70,8 +70,12 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
         var connection = ConnectionID(index: .max, generation: 0)
         /// Bumped on every connection attempt so stale timers are ignored.
         var epoch: UInt32 = 0
-        /// The current connection's protocol state; nil until the first connect.
-        var session: WebSocketClientSession? = nil
+        /// The current connection's protocol state (a placeholder until the first connect: see
+        /// `started`). Not optional: reading a field of an optional session copied the whole
+        /// session, arrays and all, on every message.
+        var session: WebSocketClientSession
+        /// Whether `connect` ever ran for this client.
+        var started = false
         var connectStartNs: UInt64 = 0
         /// Counted in `inFlightConnects` (TCP connect issued, not open or ended yet).
         var inFlight = false
@@ -106,18 +110,18 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
             host: endpoint.host, port: Int(endpoint.address.port), path: endpoint.path, subprotocol: endpoint.subprotocol,
             headers: endpoint.headers, upgradeTimeoutNs: endpoint.upgradeTimeoutNs, closeTimeoutNs: endpoint.closeTimeoutNs,
             maxMessageBytes: endpoint.maxMessageBytes)
-        clients = Array(repeating: Client(), count: clientCount)
+        clients = Array(repeating: Client(session: WebSocketClientSession(configuration: configuration)), count: clientCount)
         loop.handler = self
     }
 
     public func state(of client: Int) -> State {
-        switch clients[client].session?.state {
-        case nil: .idle
-        case .connecting?: .connecting
-        case .upgrading?: .upgrading
-        case .open?: .open
-        case .closing?: .closing
-        case .ended?: .ended
+        guard clients[client].started else { return .idle }
+        return switch clients[client].session.state {
+        case .connecting: .connecting
+        case .upgrading: .upgrading
+        case .open: .open
+        case .closing: .closing
+        case .ended: .ended
         }
     }
 
@@ -131,12 +135,13 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
         guard state(of: client) == .idle || state(of: client) == .ended else { return }
         clients[client].epoch &+= 1
         clients[client].session = WebSocketClientSession(configuration: configuration, path: path)
+        clients[client].started = true
         metrics.count(.connectAttempts)
         let source = endpoint.sourceAddresses.isEmpty ? nil : endpoint.sourceAddresses[client % endpoint.sourceAddresses.count]
         clients[client].connectStartNs = EventLoop.now()
         switch loop.connect(to: endpoint.address, from: source, timeoutNs: endpoint.connectTimeoutNs) {
         case .failure(let error):
-            carryOut(client, clients[client].session!.connectFailed(errno: error.errno))
+            carryOut(client, clients[client].session.connectFailed(errno: error.errno))
         case .success(let id):
             clients[client].connection = id
             clients[client].inFlight = true
@@ -148,7 +153,7 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
     /// Sends one frame, masked with a fresh key; `fill` writes exactly `length` payload bytes.
     @inline(__always)
     public func send(_ client: Int, opcode: WebSocketOpcode, length: Int, fin: Bool = true, fill: (UnsafeMutableRawPointer) -> Void) {
-        guard clients[client].session?.state == .open else { return }
+        guard clients[client].started, clients[client].session.state == .open else { return }
         let queued = loop.writeMaskedFrame(clients[client].connection, opcode: opcode, fin: fin, length: length,
                                            key: UInt32(truncatingIfNeeded: random.next()), fill: fill)
         metrics.count(.bytesSent, UInt64(queued))
@@ -166,14 +171,14 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
     /// Starts the close handshake, or abandons a connection that is not open yet: that attempt
     /// counts as `interrupted`, since nothing timed out or failed; the run stopped waiting.
     public func close(_ client: Int, code: UInt16 = 1000) {
-        guard clients[client].session != nil else { return }
-        carryOut(client, clients[client].session!.close(code: code, now: EventLoop.now()))
+        guard clients[client].started else { return }
+        carryOut(client, clients[client].session.close(code: code, now: EventLoop.now()))
     }
 
     /// Drops the TCP connection without a close handshake (`reset`: RST instead of FIN), counted
     /// as `reason` (a client-side reset, or the dead-server timeout that made the client give up).
     public func abort(_ client: Int, reset: Bool, reason: ErrorClass = .connectionReset) {
-        guard clients[client].session != nil, case .ended = clients[client].session!.abort() else { return }
+        guard clients[client].started, case .ended = clients[client].session.abort() else { return }
         loop.close(clients[client].connection, reset: reset)
         end(client, .failed(reason))
     }
@@ -211,7 +216,7 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
         let i = Int(id.index)
         guard i < clientBySlot.count else { return nil }
         let c = Int(clientBySlot[i])
-        guard c >= 0, clients[c].connection == id, let state = clients[c].session?.state, state != .ended else { return nil }
+        guard c >= 0, clients[c].connection == id, clients[c].started, clients[c].session.state != .ended else { return nil }
         return c
     }
 
@@ -236,7 +241,7 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
             end(client, WebSocketEnd(how))
         case .sendUpgradeRequest(let deadline):
             let id = clients[client].connection
-            let count = clients[client].session!.upgradeRequest.withUnsafeBytes { request in
+            let count = clients[client].session.upgradeRequest.withUnsafeBytes { request in
                 loop.write(id, request)
                 return request.count
             }
@@ -249,7 +254,7 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
 
     /// The connection is open: counted, and the application told.
     func opened(_ c: Int) {
-        metrics.record(.upgrade, nanoseconds: EventLoop.now() - clients[c].session!.upgradeStartedNs)
+        metrics.record(.upgrade, nanoseconds: EventLoop.now() - clients[c].session.upgradeStartedNs)
         metrics.count(.connected)
         clients[c].inFlight = false
         inFlightConnects -= 1
@@ -285,14 +290,14 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
     // MARK: EventLoopHandler
 
     public func connectCompleted(_ id: ConnectionID, error: Int32, loop: EventLoop) {
-        guard let c = client(for: id), clients[c].session?.state == .connecting else { return }
+        guard let c = client(for: id), clients[c].session.state == .connecting else { return }
         if error != 0 {
-            carryOut(c, clients[c].session!.connectFailed(errno: error))
+            carryOut(c, clients[c].session.connectFailed(errno: error))
             return
         }
         let now = EventLoop.now()
         metrics.record(.tcpConnect, nanoseconds: now - clients[c].connectStartNs)
-        carryOut(c, clients[c].session!.connected(now: now, random: &random))
+        carryOut(c, clients[c].session.connected(now: now, random: &random))
     }
 
     public func accepted(_ id: ConnectionID, listener: ConnectionID, loop: EventLoop) {
@@ -308,7 +313,7 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
         // Every action but `.needMore` consumes input or ends the connection; the bound is a backstop.
         for _ in 0...buffer.count {
             let rest = UnsafeMutableRawBufferPointer(rebasing: buffer[offset...])
-            let (action, consumed) = clients[c].session!.next(rest, now: now)
+            let (action, consumed) = clients[c].session.next(rest, now: now)
             switch action {
             case .needMore:
                 return offset + consumed
@@ -318,7 +323,7 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
                 application.webSocketReceived(client: c, opcode: opcode, payload: UnsafeRawBufferPointer(rebasing: rest[range]))
             case .assembledMessage(let opcode):
                 // A copy of the array (no bytes copied), so the callback may act on this client.
-                let assembled = clients[c].session!.assembled
+                let assembled = clients[c].session.assembled
                 assembled.withUnsafeBytes { application.webSocketReceived(client: c, opcode: opcode, payload: $0) }
             case .sendPong(let range):
                 // §5.5.2: answer with a pong carrying the same payload.
@@ -341,7 +346,7 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
         case .reset: .reset
         case .error, .slowConsumer, .timedOut: .error
         }
-        carryOut(c, clients[c].session!.transportClosed(how))
+        carryOut(c, clients[c].session.transportClosed(how))
     }
 
     public func writable(_ id: ConnectionID, loop: EventLoop) {
@@ -356,9 +361,9 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
         }
         let c = token.index
         guard c < clients.count, clients[c].epoch == token.epoch, token.kind(as: TimerKind.self) != nil,
-              clients[c].session != nil else { return }
+              clients[c].started else { return }
         // The session knows which deadline it waits for (upgrade or close) and ignores others.
-        carryOut(c, clients[c].session!.timerFired(deadline: deadline))
+        carryOut(c, clients[c].session.timerFired(deadline: deadline))
     }
 }
 
