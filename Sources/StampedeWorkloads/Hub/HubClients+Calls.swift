@@ -14,14 +14,14 @@ extension HubClients {
     /// intended time. Only once connected: calls due during a restart wait for the handshake (and join).
     func sendDue(_ k: Int) {
         guard clients[k].phase == .connected else { return }
-        while clients[k].nextSequence < clients[k].dueSequence {
-            if clients[k].transport == .webSockets && loop.isBackedUp(clients[k].main) {
+        while clients[k].calls.nextSequence < clients[k].calls.dueSequence {
+            if clients[k].endpoint.transport == .webSockets && loop.isBackedUp(clients[k].connections.main) {
                 metrics.count(.sendsDeferred)
                 return
             }
-            let seq = clients[k].nextSequence
-            call(k, sequence: seq, intendedNs: schedule.intended(first: clients[k].scheduleStartNs, sequence: seq))
-            clients[k].nextSequence = seq + 1
+            let seq = clients[k].calls.nextSequence
+            call(k, sequence: seq, intendedNs: schedule.intended(first: clients[k].calls.scheduleStartNs, sequence: seq))
+            clients[k].calls.nextSequence = seq + 1
         }
     }
 
@@ -29,14 +29,14 @@ extension HubClients {
     /// send chain goes on meanwhile).
     @inline(__always)
     func isReconnecting(_ k: Int) -> Bool {
-        clients[k].everConnected && (clients[k].phase == .waitingToReconnect || Self.isConnecting(clients[k].phase))
+        clients[k].reconnect.everConnected && (clients[k].phase == .waitingToReconnect || Self.isConnecting(clients[k].phase))
     }
 
     /// A call fell due while client `k` reconnects: `drop` counts it sent and lost now; `queue`
     /// keeps it (only its sequence number) for after the reconnect, up to the queue's bound.
     @inline(__always)
     func dueWhileDisconnected(_ k: Int) {
-        clients[k].dueSequence += 1
+        clients[k].calls.dueSequence += 1
         switch plan.whileDisconnected {
         case .drop: dropDue(k)
         case .queue: dropDue(k, keeping: plan.maxQueuedWhileDisconnected)
@@ -46,12 +46,10 @@ extension HubClients {
     /// Counts the calls that fell due and will not be sent — all but the newest `keeping` — as
     /// sent and lost (`dropped_while_disconnected`), oldest first.
     func dropDue(_ k: Int, keeping: UInt32 = 0) {
-        let pending = clients[k].dueSequence &- clients[k].nextSequence
-        guard clients[k].dueSequence > clients[k].nextSequence, pending > keeping else { return }
-        let n = pending - keeping
+        let n = clients[k].calls.skipDue(keeping: keeping)
+        guard n > 0 else { return }
         metrics.count(.messagesSent, UInt64(n))
         metrics.lose(.droppedWhileDisconnected, UInt64(n))
-        clients[k].nextSequence += n
     }
 
     /// Makes the scenario's call, stamped: the stamp is the invocation id (so the reply carries
@@ -107,18 +105,15 @@ extension HubClients {
         }
         }
         if plan.spec.operation == .stream, plan.spec.cancelStreamAfterItems != nil {
-            if clients[k].streams.isEmpty { clients[k].streams = Array(repeating: StreamTrack(), count: 4) }
-            if let slot = clients[k].streams.firstIndex(where: { $0.sequence == .max }) {
-                clients[k].streams[slot] = StreamTrack(sequence: sequence, items: 0, cancelled: false)
-            }
+            clients[k].calls.track(stream: sequence)
         }
         metrics.count(.messagesSent)
-        metrics.count(Self.perTransport(clients[k].transport, .sentWebSockets, .sentServerSentEvents, .sentLongPolling))
+        metrics.count(Self.perTransport(clients[k].endpoint.transport, .sentWebSockets, .sentServerSentEvents, .sentLongPolling))
         if plan.spec.operation == .send && plan.spec.receiveMethod == nil {
             // Nothing comes back for a send and no handler reports it: handing it to the transport is its delivery.
             metrics.count(.messagesDelivered)
         } else {
-            clients[k].outstanding += 1
+            clients[k].calls.outstanding += 1
             totalOutstanding += 1
         }
     }
@@ -175,13 +170,12 @@ extension HubClients {
 
     func connected(_ k: Int) {
         setPhase(k, .connected)
-        clients[k].reconnect.connected()
+        let arrival = clients[k].reconnect.connected()
         metrics.count(.connected)
-        metrics.count(Self.perTransport(clients[k].transport, .connectedWebSockets, .connectedServerSentEvents, .connectedLongPolling))
-        if clients[k].everConnected {
-            if clients[k].churnJoining {
+        metrics.count(Self.perTransport(clients[k].endpoint.transport, .connectedWebSockets, .connectedServerSentEvents, .connectedLongPolling))
+        if arrival != .first {
+            if arrival == .joinedAsNewUser {
                 // A new user, not a reconnect: nothing was queued for it.
-                clients[k].churnJoining = false
                 metrics.count(.churnJoined)
             } else {
                 metrics.count(.reconnected)
@@ -192,15 +186,14 @@ extension HubClients {
                 case .open:
                     // The send chain went on during the gap: what was queued goes now, each call
                     // with its own intended time. A client without a running chain rejoins the schedule.
-                    if !clients[k].sendChain { rejoinSchedule(k) }
+                    if !clients[k].calls.sendChain { rejoinSchedule(k) }
                     sendDue(k)
                 case .closed:
-                    clients[k].sendEpoch &+= 1
+                    clients[k].calls.sendEpoch &+= 1
                     if let next = schedule.nextAfterReply(now: EventLoop.now()) { loop.schedule(at: next, token: sendToken(k)) }
                 }
             }
         }
-        clients[k].everConnected = true
     }
 
     /// Open model: a reconnected client whose send chain had stopped (it was not connected when
@@ -210,14 +203,12 @@ extension HubClients {
         guard schedule.intervalNs > 0 else { return }
         dropDue(k)  // nothing is pending without a chain; if something is, it is counted, not forgotten
         let now = EventLoop.now()
-        let seqNow = now > clients[k].scheduleStartNs ? UInt32((now - clients[k].scheduleStartNs) / schedule.intervalNs) + 1 : 0
-        clients[k].nextSequence = max(clients[k].nextSequence, seqNow)
-        clients[k].dueSequence = clients[k].nextSequence
-        clients[k].sendEpoch &+= 1
-        let next = schedule.intended(first: clients[k].scheduleStartNs, sequence: clients[k].nextSequence)
+        let seqNow = now > clients[k].calls.scheduleStartNs ? UInt32((now - clients[k].calls.scheduleStartNs) / schedule.intervalNs) + 1 : 0
+        clients[k].calls.rejoin(atSequence: seqNow)
+        let next = schedule.intended(first: clients[k].calls.scheduleStartNs, sequence: clients[k].calls.nextSequence)
         if schedule.isInPhase(next) {
             loop.schedule(at: next, token: sendToken(k))
-            clients[k].sendChain = true
+            clients[k].calls.sendChain = true
         }
     }
 }

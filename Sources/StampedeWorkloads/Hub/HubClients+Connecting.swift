@@ -14,24 +14,16 @@ extension HubClients {
     /// Starts (or restarts) a client: negotiate unless skipped, then the transport.
     func start(_ k: Int) {
         clients[k].epoch &+= 1
-        clients[k].base = plan.base
-        clients[k].address = address
-        clients[k].hostHeader = hostHeader
-        clients[k].redirects = 0
-        clients[k].redirectToken = nil
-        clients[k].transportIndex = 0
-        clients[k].inbound.removeAll(keepingCapacity: true)
-        clients[k].postQueue.removeAll(keepingCapacity: true)
-        clients[k].postRequest = nil
-        clients[k].pollRequest = nil
+        clients[k].endpoint.restart(base: plan.base, address: address, hostHeader: hostHeader)
+        clients[k].connections.restart()
         clients[k].session = makeSession(k)
         clients[k].phaseStartNs = EventLoop.now()
         metrics.count(.connectAttempts)
         loop.schedule(at: EventLoop.now() + nanoseconds(plan.spec.handshakeTimeoutSeconds) + plan.connectTimeoutNs * 2,
                       token: token(.handshakeTimeout, k, epoch: clients[k].epoch))
         if plan.spec.skipNegotiation {
-            clients[k].negotiated = nil
-            clients[k].transport = .webSockets
+            clients[k].endpoint.negotiated = nil
+            clients[k].endpoint.transport = .webSockets
             setPhase(k, .connecting)
             openMain(k)
         } else {
@@ -42,7 +34,7 @@ extension HubClients {
     func negotiate(_ k: Int) {
         setPhase(k, .negotiating)
         clients[k].phaseStartNs = EventLoop.now()
-        if clients[k].sideState == .idle {
+        if clients[k].connections.sideState == .idle {
             sendNegotiate(k)
         } else {
             openSide(k)
@@ -53,19 +45,11 @@ extension HubClients {
     func openMain(_ k: Int) { open(k, .main) }
 
     /// (Re)opens one of the client's two connections.
-    func open(_ k: Int, _ role: Role) {
+    func open(_ k: Int, _ role: HubConnections.Role) {
         if role == .main { closeMain(k) } else { closeSide(k) }
         switch connect(k) {
         case .success(let id):
-            if role == .main {
-                clients[k].main = id
-                clients[k].mainState = .tcp
-                clients[k].mainExchange.reset()
-            } else {
-                clients[k].side = id
-                clients[k].sideState = .tcp
-                clients[k].sideExchange.reset()
-            }
+            clients[k].connections.opened(id, as: role)
             bind(id, k, role)
         case .failure(let e):
             fail(k, ErrorClass.connectFailure(e.errno))
@@ -74,10 +58,10 @@ extension HubClients {
 
     func connect(_ k: Int) -> Result<ConnectionID, LoopError> {
         let source = plan.sourceAddresses.isEmpty ? nil : plan.sourceAddresses[k % plan.sourceAddresses.count]
-        return loop.connect(to: clients[k].address, from: source, timeoutNs: plan.connectTimeoutNs)
+        return loop.connect(to: clients[k].endpoint.address, from: source, timeoutNs: plan.connectTimeoutNs)
     }
 
-    func bind(_ id: ConnectionID, _ k: Int, _ role: Role) {
+    func bind(_ id: ConnectionID, _ k: Int, _ role: HubConnections.Role) {
         let i = Int(id.index)
         if i >= slotClient.count {
             let grow = i + 1 - slotClient.count + 64
@@ -89,26 +73,22 @@ extension HubClients {
     }
 
     @inline(__always)
-    func owner(_ id: ConnectionID) -> (client: Int, role: Role)? {
+    func owner(_ id: ConnectionID) -> (client: Int, role: HubConnections.Role)? {
         let i = Int(id.index)
         guard i < slotClient.count, slotClient[i] >= 0 else { return nil }
         let k = Int(slotClient[i])
-        if clients[k].main == id && slotRole[i] == Role.main.rawValue { return (k, .main) }
-        if clients[k].side == id && slotRole[i] == Role.side.rawValue { return (k, .side) }
+        if clients[k].connections.main == id && slotRole[i] == HubConnections.Role.main.rawValue { return (k, .main) }
+        if clients[k].connections.side == id && slotRole[i] == HubConnections.Role.side.rawValue { return (k, .side) }
         return nil
     }
 
     func closeMain(_ k: Int) {
-        if clients[k].mainState != .none { loop.close(clients[k].main) }
-        clients[k].mainState = .none
-        clients[k].main = ConnectionID(index: .max, generation: 0)
+        if let main = clients[k].connections.releaseMain() { loop.close(main) }
     }
 
     /// Forgets the main connection and lets the loop close it once its output (a Close) is written.
     func closeMainAfterFlush(_ k: Int) {
-        if clients[k].mainState != .none { loop.closeAfterFlush(clients[k].main) }
-        clients[k].mainState = .none
-        clients[k].main = ConnectionID(index: .max, generation: 0)
+        if let main = clients[k].connections.releaseMain() { loop.closeAfterFlush(main) }
     }
 
     /// Writes the WebSocket Close frame a close-handshake step calls for, if any (a mask key is
@@ -116,13 +96,11 @@ extension HubClients {
     func writeClose(_ k: Int, _ payload: WebSocketClosePayload?) {
         let key = UInt32(truncatingIfNeeded: random.next())
         guard let payload else { return }
-        loop.writeMaskedFrame(clients[k].main, opcode: .close, length: payload.count, key: key) { payload.write(into: $0) }
+        loop.writeMaskedFrame(clients[k].connections.main, opcode: .close, length: payload.count, key: key) { payload.write(into: $0) }
     }
 
     func closeSide(_ k: Int) {
-        if clients[k].sideState != .none { loop.close(clients[k].side) }
-        clients[k].sideState = .none
-        clients[k].side = ConnectionID(index: .max, generation: 0)
+        if let side = clients[k].connections.releaseSide() { loop.close(side) }
     }
 
     static func perTransport(_ t: HubTransport, _ ws: Counter, _ sse: Counter, _ lp: Counter) -> Counter {
@@ -138,8 +116,8 @@ extension HubClients {
     /// Builds a request; the token goes in the Authorization header unless `tokenInTarget`.
     func makeRequest(_ k: Int, method: HTTPMethod, target: String, accept: StaticString? = nil,
                      contentType: StaticString? = nil, tokenInTarget: Bool = false) -> HTTPClientRequest {
-        let bearer = tokenInTarget ? nil : clients[k].redirectToken ?? plan.accessToken
-        return HTTPClientRequest(method: method, target: Array(target.utf8), host: clients[k].hostHeader,
+        let bearer = tokenInTarget ? nil : clients[k].endpoint.accessToken(configured: plan.accessToken)
+        return HTTPClientRequest(method: method, target: Array(target.utf8), host: clients[k].endpoint.hostHeader,
                                  bearerToken: bearer.map { Array($0.utf8) },
                                  accept: accept.map { Array(String(describing: $0).utf8) },
                                  contentType: contentType.map { Array(String(describing: $0).utf8) },
@@ -161,32 +139,32 @@ extension HubClients {
     }
 
     func sendNegotiate(_ k: Int) {
-        clients[k].sideState = .negotiate
-        _ = clients[k].sideExchange.start(method: .post, body: .collect, now: EventLoop.now())
-        let target = clients[k].base.negotiateTarget(version: plan.spec.negotiateVersion, statefulReconnect: plan.spec.statefulReconnect)
-        sendRequest(k, on: clients[k].side, method: .post, target: target, contentType: "text/plain;charset=UTF-8",
+        clients[k].connections.sideState = .negotiate
+        _ = clients[k].connections.sideExchange.start(method: .post, body: .collect, now: EventLoop.now())
+        let target = clients[k].endpoint.base.negotiateTarget(version: plan.spec.negotiateVersion, statefulReconnect: plan.spec.statefulReconnect)
+        sendRequest(k, on: clients[k].connections.side, method: .post, target: target, contentType: "text/plain;charset=UTF-8",
                     body: UnsafeRawBufferPointer(start: nil, count: 0))
     }
 
     /// The transport URL with `id`; browsers put the token in the query only where they cannot
     /// set headers (WebSocket and EventSource), which `tokenInQuery` simulates.
     func transportTarget(_ k: Int, forStream: Bool = false) -> String {
-        let token = plan.spec.tokenInQuery && forStream ? (clients[k].redirectToken ?? plan.accessToken) : nil
-        return clients[k].base.transportTarget(id: clients[k].negotiated?.idForRequests, accessToken: token)
+        let token = plan.spec.tokenInQuery && forStream ? clients[k].endpoint.accessToken(configured: plan.accessToken) : nil
+        return clients[k].endpoint.transportTarget(accessToken: token)
     }
 
     /// POSTs whatever is queued, if the side connection is free (one POST in flight, §2).
     func flushPosts(_ k: Int) {
-        guard clients[k].sideState == .idle, !clients[k].postQueue.isEmpty else { return }
-        clients[k].sideState = .post
-        _ = clients[k].sideExchange.start(method: .post, body: .discard, now: EventLoop.now())
-        if clients[k].postRequest == nil {
-            clients[k].postRequest = makeRequest(k, method: .post, target: transportTarget(k),
+        guard clients[k].connections.sideState == .idle, !clients[k].connections.postQueue.isEmpty else { return }
+        clients[k].connections.sideState = .post
+        _ = clients[k].connections.sideExchange.start(method: .post, body: .discard, now: EventLoop.now())
+        if clients[k].connections.postRequest == nil {
+            clients[k].connections.postRequest = makeRequest(k, method: .post, target: transportTarget(k),
                                                  contentType: plan.spec.protocolKind == .json ? "text/plain;charset=UTF-8" : "application/octet-stream")
         }
-        let request = clients[k].postRequest!
-        clients[k].postQueue.withUnsafeBytes { body in send(request, on: clients[k].side, body: body) }
-        clients[k].postQueue.removeAll(keepingCapacity: true)
+        let request = clients[k].connections.postRequest!
+        clients[k].connections.postQueue.withUnsafeBytes { body in send(request, on: clients[k].connections.side, body: body) }
+        clients[k].connections.postQueue.removeAll(keepingCapacity: true)
     }
 
     // MARK: Choosing and opening a transport
@@ -198,57 +176,50 @@ extension HubClients {
         case .success(.error):
             fail(k, .negotiateFailed)
         case .success(.redirect(let url, let token)):
-            clients[k].redirects += 1
+            clients[k].endpoint.redirects += 1
             // The official clients give up after 100 redirects; Stampede also never leaves loopback.
-            guard clients[k].redirects <= 100, let next = HubURL.parse(url), let nextAddress = SocketAddress(host: next.host, port: next.port),
+            guard clients[k].endpoint.redirects <= 100, let next = HubURL.parse(url), let nextAddress = SocketAddress(host: next.host, port: next.port),
                   nextAddress.isLoopback else {
                 fail(k, .negotiateFailed)
                 return
             }
-            clients[k].base = next
-            if let token { clients[k].redirectToken = token }
-            if nextAddress == clients[k].address && clients[k].sideState == .idle {
+            clients[k].endpoint.base = next
+            if let token { clients[k].endpoint.redirectToken = token }
+            if nextAddress == clients[k].endpoint.address && clients[k].connections.sideState == .idle {
                 sendNegotiate(k)
             } else {
-                clients[k].address = nextAddress
-                clients[k].hostHeader = HTTPClientRequest.hostValue(host: next.host, port: next.port, defaultPort: 80)
+                clients[k].endpoint.move(to: next, at: nextAddress)
                 openSide(k)
             }
         case .success(.connect(let connection)):
             metrics.record(.negotiate, nanoseconds: EventLoop.now() - clients[k].phaseStartNs)
-            clients[k].negotiated = connection
-            clients[k].transportIndex = 0
+            clients[k].endpoint.negotiated = connection
+            clients[k].endpoint.transportIndex = 0
             openNextTransport(k)
         }
     }
 
     /// Opens the first transport (from the current index on) that the scenario allows and the server offers.
     func openNextTransport(_ k: Int) {
-        let wanted = plan.spec.transports
-        while clients[k].transportIndex < wanted.count {
-            let t = wanted[clients[k].transportIndex]
-            if clients[k].negotiated?.offers(t, for: plan.spec.protocolKind) ?? (t == .webSockets) {
-                clients[k].transport = t
-                setPhase(k, .connecting)
-                clients[k].phaseStartNs = EventLoop.now()
-                if t == .webSockets { closeSide(k) }
-                openMain(k)
-                return
-            }
-            clients[k].transportIndex += 1
+        guard let t = clients[k].endpoint.chooseTransport(from: plan.spec.transports, for: plan.spec.protocolKind) else {
+            fail(k, .noTransport)
+            return
         }
-        fail(k, .noTransport)
+        setPhase(k, .connecting)
+        clients[k].phaseStartNs = EventLoop.now()
+        if t == .webSockets { closeSide(k) }
+        openMain(k)
     }
 
     func mainConnected(_ k: Int) {
-        let id = clients[k].main
+        let id = clients[k].connections.main
         metrics.record(.tcpConnect, nanoseconds: EventLoop.now() - clients[k].phaseStartNs)
         clients[k].phaseStartNs = EventLoop.now()
-        switch clients[k].transport {
+        switch clients[k].endpoint.transport {
         case .webSockets:
-            clients[k].mainState = .wsUpgrade
+            clients[k].connections.mainState = .wsUpgrade
             var headers: [(String, String)] = []
-            if !plan.spec.tokenInQuery, let t = clients[k].redirectToken ?? plan.accessToken { headers.append(("Authorization", "Bearer " + t)) }
+            if !plan.spec.tokenInQuery, let t = clients[k].endpoint.accessToken(configured: plan.accessToken) { headers.append(("Authorization", "Bearer " + t)) }
             let extra = String(decoding: plan.extraHeaderLines, as: UTF8.self)
             for line in extra.split(separator: "\r\n") {
                 if let colon = line.firstIndex(of: ":") {
@@ -258,19 +229,19 @@ extension HubClients {
             // The hub's own timers bound the upgrade and the close (the handshake and close
             // timeouts), so the session's deadlines are not armed.
             var webSocket = WebSocketClientSession(configuration: .init(
-                host: clients[k].base.host, port: clients[k].base.port, path: transportTarget(k, forStream: true), headers: headers,
+                host: clients[k].endpoint.base.host, port: clients[k].endpoint.base.port, path: transportTarget(k, forStream: true), headers: headers,
                 upgradeTimeoutNs: .max / 4, closeTimeoutNs: .max / 4, maxMessageBytes: plan.maxMessageBytes))
             _ = webSocket.connected(now: EventLoop.now(), random: &random)
             webSocket.upgradeRequest.withUnsafeBytes { loop.write(id, $0) }
-            clients[k].webSocket = webSocket
+            clients[k].connections.webSocket = webSocket
         case .serverSentEvents:
-            clients[k].mainState = .sseHead
-            _ = clients[k].mainExchange.start(method: .get, body: .events, now: EventLoop.now())
+            clients[k].connections.mainState = .sseHead
+            _ = clients[k].connections.mainExchange.start(method: .get, body: .events, now: EventLoop.now())
             sendRequest(k, on: id, method: .get, target: transportTarget(k, forStream: true), accept: "text/event-stream",
                         tokenInTarget: plan.spec.tokenInQuery)
         case .longPolling:
-            clients[k].mainState = .pollFirst
-            _ = clients[k].mainExchange.start(method: .get, body: .discard, now: EventLoop.now())
+            clients[k].connections.mainState = .pollFirst
+            _ = clients[k].connections.mainExchange.start(method: .get, body: .discard, now: EventLoop.now())
             sendRequest(k, on: id, method: .get, target: transportTarget(k))
         }
     }

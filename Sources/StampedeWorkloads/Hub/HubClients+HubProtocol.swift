@@ -13,7 +13,7 @@ extension HubClients {
         HubProtocolSession(.init(maxMessageLength: plan.maxMessageBytes,
                                  keepAliveIntervalNs: nanoseconds(plan.spec.keepAliveSeconds),
                                  serverTimeoutNs: nanoseconds(plan.spec.serverTimeoutSeconds),
-                                 keepAlive: clients[k].transport != .longPolling,
+                                 keepAlive: clients[k].endpoint.transport != .longPolling,
                                  maxReplayBytes: Self.maxReplayBytes))
     }
 
@@ -29,7 +29,7 @@ extension HubClients {
         metrics.record(.upgrade, nanoseconds: EventLoop.now() - clients[k].phaseStartNs)
         setPhase(k, .handshaking)
         clients[k].phaseStartNs = EventLoop.now()
-        let stateful = plan.spec.statefulReconnect && clients[k].negotiated?.useStatefulReconnect == true && clients[k].transport == .webSockets
+        let stateful = plan.spec.statefulReconnect && clients[k].endpoint.negotiated?.useStatefulReconnect == true && clients[k].endpoint.transport == .webSockets
         clients[k].session = makeSession(k)
         if let n = clients[k].session.handshakeRequest(statefulReconnect: stateful, now: EventLoop.now(), into: scratch) {
             // The handshake is JSON text whatever the hub protocol (§3).
@@ -61,12 +61,12 @@ extension HubClients {
     /// Sends framed hub bytes over the client's transport.
     func sendTransportBytes(_ k: Int, _ bytes: UnsafeRawBufferPointer, text: Bool) {
         metrics.count(.bytesSent, UInt64(bytes.count))
-        switch clients[k].transport {
+        switch clients[k].endpoint.transport {
         case .webSockets:
-            guard clients[k].mainState == .wsOpen else { return }
-            loop.writeMaskedFrame(clients[k].main, opcode: text ? .text : .binary, payload: bytes, key: UInt32(truncatingIfNeeded: random.next()))
+            guard clients[k].connections.mainState == .wsOpen else { return }
+            loop.writeMaskedFrame(clients[k].connections.main, opcode: text ? .text : .binary, payload: bytes, key: UInt32(truncatingIfNeeded: random.next()))
         case .serverSentEvents, .longPolling:
-            clients[k].postQueue.append(contentsOf: bytes)
+            clients[k].connections.postQueue.append(contentsOf: bytes)
             flushPosts(k)
         }
     }
@@ -95,7 +95,7 @@ extension HubClients {
     func keepAliveSweep(now: UInt64) {
         for k in clients.indices where clients[k].phase == .connected || clients[k].phase == .joining {
             // Long polling has no keep-alive; a stalled client is frozen and judges nothing.
-            guard clients[k].transport != .longPolling, !loop.isReadingPaused(clients[k].main) else { continue }
+            guard clients[k].endpoint.transport != .longPolling, !loop.isReadingPaused(clients[k].connections.main) else { continue }
             let step = clients[k].session.keepAliveCheck(now: now, into: scratch)
             if step.serverTimedOut {
                 fail(k, .serverTimeout)
@@ -111,17 +111,17 @@ extension HubClients {
     /// Parses every complete hub message in `bytes` (prefixed by any earlier partial one).
     func receiveHub(_ k: Int, _ bytes: UnsafeRawBufferPointer) {
         clients[k].session.dataReceived(now: EventLoop.now())
-        if clients[k].inbound.isEmpty {
+        if clients[k].connections.inbound.isEmpty {
             let used = parseHub(k, bytes)
-            if used < bytes.count, isAlive(k) { clients[k].inbound.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[used...])) }
+            if used < bytes.count, isAlive(k) { clients[k].connections.inbound.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[used...])) }
         } else {
-            clients[k].inbound.append(contentsOf: bytes)
-            var pending = clients[k].inbound
-            clients[k].inbound = []
+            clients[k].connections.inbound.append(contentsOf: bytes)
+            var pending = clients[k].connections.inbound
+            clients[k].connections.inbound = []
             let used = pending.withUnsafeBytes { parseHub(k, $0) }
             if isAlive(k) {
                 pending.removeFirst(used)
-                clients[k].inbound = pending
+                clients[k].connections.inbound = pending
             }
         }
     }

@@ -10,10 +10,10 @@ extension HubClients {
     // MARK: Ending
 
     func loseOutstanding(_ k: Int, _ reason: LossReason) {
-        if clients[k].outstanding > 0 {
-            metrics.lose(reason, UInt64(clients[k].outstanding))
-            totalOutstanding -= UInt64(clients[k].outstanding)
-            clients[k].outstanding = 0
+        let lost = clients[k].calls.takeOutstanding()
+        if lost > 0 {
+            metrics.lose(reason, UInt64(lost))
+            totalOutstanding -= UInt64(lost)
         }
     }
 
@@ -30,38 +30,38 @@ extension HubClients {
 
     func end(_ k: Int, failed: ErrorClass?, reconnect: Bool) {
         noteDropped(k)
-        if Self.isConnecting(clients[k].phase) && !clients[k].everConnected { metrics.count(.connectFailed) }
+        if Self.isConnecting(clients[k].phase) && !clients[k].reconnect.everConnected { metrics.count(.connectFailed) }
         loseOutstanding(k, phase == .closing ? .interrupted : .connectionClosed)
         closeMain(k)
         closeSide(k)
         clients[k].epoch &+= 1
         if reconnect && phase != .closing && failed != .handshakeFailed,
-           let next = clients[k].reconnect.failed(atNs: EventLoop.now(), policy: reconnectPolicy, unitRandom: random.unit()) {
+           let next = clients[k].reconnect.timeline.failed(atNs: EventLoop.now(), policy: reconnectPolicy, unitRandom: random.unit()) {
             setPhase(k, .waitingToReconnect)
             metrics.count(.reconnectAttempts)
             stormAttempt(k)
             loop.schedule(at: next, token: token(.reconnect, k, epoch: clients[k].epoch))
         } else {
             dropDue(k)  // queued calls that will never get a connection
-            if phase != .closing { stormBook.gaveUp(&clients[k].storm) }
+            if phase != .closing { stormBook.gaveUp(&clients[k].reconnect.storm) }
             setPhase(k, .ended)
         }
     }
 
     func stormAttempt(_ k: Int) {
-        stormBook.attempt(&clients[k].storm, nowNs: EventLoop.now())
+        stormBook.attempt(&clients[k].reconnect.storm, nowNs: EventLoop.now())
     }
 
     func stormRecovered(_ k: Int) {
-        stormBook.recovered(&clients[k].storm, nowNs: EventLoop.now())
+        stormBook.recovered(&clients[k].reconnect.storm, nowNs: EventLoop.now())
     }
 
     /// A connected client lost its connection after a server or command event: one of the
     /// clients that event affected (unless a storm already tracks it).
     func noteDropped(_ k: Int) {
-        guard clients[k].everConnected, phase != .closing,
+        guard clients[k].reconnect.everConnected, phase != .closing,
               clients[k].phase == .connected || clients[k].phase == .joining else { return }
-        stormBook.dropped(&clients[k].storm)
+        stormBook.dropped(&clients[k].reconnect.storm)
     }
 
     /// Event `index` at `atNs`: from now until the next event, clients whose connection drops
@@ -74,21 +74,21 @@ extension HubClients {
     /// stop reading for `stallNs`.
     public func storm(index: Int, atNs: UInt64, fraction: Double, mode: StormMode, stallNs: UInt64) {
         if index >= 0 { watch(index: index, atNs: atNs) }
-        for k in clients.indices where clients[k].phase == .connected && clients[k].mainState != .none {
+        for k in clients.indices where clients[k].phase == .connected && clients[k].connections.mainState != .none {
             guard random.unit() < fraction else { continue }
             if index >= 0 {
-                stormBook.hit(&clients[k].storm, storm: index)
+                stormBook.hit(&clients[k].reconnect.storm, storm: index)
             }
             switch mode {
             case .reset:
-                loop.close(clients[k].main, reset: true)
+                loop.close(clients[k].connections.main, reset: true)
                 mainLost(k, .reset)
             case .close:
                 leaveWithClose(k)
                 drop(k, reason: nil)
             case .stall:
                 guard index >= 0 else { continue }
-                loop.pauseReading(clients[k].main, true)
+                loop.pauseReading(clients[k].connections.main, true)
                 loop.schedule(at: atNs + stallNs, token: token(.stallEnd, k, epoch: UInt32(index)))
             }
         }
@@ -99,8 +99,8 @@ extension HubClients {
     /// caller decides what the client does next.
     func leaveWithClose(_ k: Int) {
         sendCloseMessage(k)
-        if clients[k].transport == .webSockets {
-            if clients[k].mainState == .wsOpen { closeWebSocket(k) }
+        if clients[k].endpoint.transport == .webSockets {
+            if clients[k].connections.mainState == .wsOpen { closeWebSocket(k) }
             closeMainAfterFlush(k)
         } else {
             closeMain(k)
@@ -116,19 +116,16 @@ extension HubClients {
         var k = Int(random.next() % UInt64(clients.count))
         for _ in clients.indices where left < count {
             k = k + 1 == clients.count ? 0 : k + 1
-            guard clients[k].phase == .connected, clients[k].mainState != .none, clients[k].outstanding == 0, !clients[k].session.isResuming,
-                  !loop.isReadingPaused(clients[k].main) else { continue }
+            guard clients[k].phase == .connected, clients[k].connections.mainState != .none, clients[k].calls.outstanding == 0, !clients[k].session.isResuming,
+                  !loop.isReadingPaused(clients[k].connections.main) else { continue }
             leaveWithClose(k)
             closeSide(k)
             clients[k].epoch &+= 1  // the leaving user's timers end here…
-            clients[k].sendEpoch &+= 1  // …and so does its send chain: the joiner starts its own
-            clients[k].sendChain = false
+            clients[k].calls.stopChain()  // …and so does its send chain: the joiner starts its own
             setPhase(k, .idle)
             metrics.count(.churnLeft)
-            clients[k].churnGeneration &+= 1
-            userNames[k] = Array("\(plan.runTag)-user-\(plan.globalIndices[k])-\(clients[k].churnGeneration)".utf8)
-            clients[k].churnJoining = true
-            clients[k].reconnect.connected()
+            let generation = clients[k].reconnect.leaveForChurn()
+            userNames[k] = Array("\(plan.runTag)-user-\(plan.globalIndices[k])-\(generation)".utf8)
             start(k)
             left += 1
         }
@@ -140,24 +137,22 @@ extension HubClients {
         if clients[k].phase == .connected || clients[k].phase == .joining {
             sendCloseMessage(k)
         }
-        switch clients[k].transport {
-        case .webSockets where clients[k].mainState == .wsOpen:
+        switch clients[k].endpoint.transport {
+        case .webSockets where clients[k].connections.mainState == .wsOpen:
             // Our Close; keep reading for the answer, bounded by the close timeout below.
             closeWebSocket(k)
-            loop.shutdownWriteAfterFlush(clients[k].main)
-        case .longPolling where clients[k].sideState == .idle:
-            clients[k].sideState = .delete
-            _ = clients[k].sideExchange.start(method: .delete, body: .discard, now: EventLoop.now())
-            sendRequest(k, on: clients[k].side, method: .delete, target: transportTarget(k))
+            loop.shutdownWriteAfterFlush(clients[k].connections.main)
+        case .longPolling where clients[k].connections.sideState == .idle:
+            clients[k].connections.sideState = .delete
+            _ = clients[k].connections.sideExchange.start(method: .delete, body: .discard, now: EventLoop.now())
+            sendRequest(k, on: clients[k].connections.side, method: .delete, target: transportTarget(k))
         default:
             break
         }
-        if clients[k].transport == .serverSentEvents {
+        if clients[k].endpoint.transport == .serverSentEvents {
             // SSE stops by dropping the request (§2); the side connection goes once the Close POST is written.
             closeMain(k)
-            if clients[k].sideState != .none { loop.closeAfterFlush(clients[k].side) }
-            clients[k].sideState = .none
-            clients[k].side = ConnectionID(index: .max, generation: 0)
+            if let side = clients[k].connections.releaseSide() { loop.closeAfterFlush(side) }
             setPhase(k, .ended)
             return
         }

@@ -24,13 +24,10 @@ extension HubClients {
                 return
             }
             guard let stamp = ChatCodec.parseStamp(id) else { return }  // unknown ids are ignored (§4)
-            if let slot = streamSlot(k, stamp.sequence) {
-                let cancelled = clients[k].streams[slot].cancelled
-                clients[k].streams[slot] = StreamTrack()
-                if cancelled { return }  // the call was complete when we cancelled it
+            if let slot = clients[k].calls.streamSlot(stamp.sequence) {
+                if clients[k].calls.streamCompleted(slot: slot) { return }  // the call was complete when we cancelled it
             }
-            guard clients[k].outstanding > 0 else { return }
-            clients[k].outstanding -= 1
+            guard clients[k].calls.answered() else { return }
             totalOutstanding -= 1
             if let errorRange = m.error {
                 metrics.count(.messagesFailed)
@@ -50,12 +47,12 @@ extension HubClients {
             }
         case .streamItem:
             guard let idRange = m.invocationId, let stamp = ChatCodec.parseStamp(UnsafeRawBufferPointer(rebasing: buffer[idRange])) else { return }
-            if let slot = streamSlot(k, stamp.sequence) {
-                if clients[k].streams[slot].cancelled { return }
-                clients[k].streams[slot].items += 1
+            if let slot = clients[k].calls.streamSlot(stamp.sequence) {
+                if clients[k].calls.streams[slot].cancelled { return }
+                clients[k].calls.streams[slot].items += 1
                 metrics.count(.streamItems)
                 metrics.record(.streamItem, nanoseconds: EventLoop.now() &- stamp.intendedNs)
-                if let limit = plan.spec.cancelStreamAfterItems, clients[k].streams[slot].items >= limit {
+                if let limit = plan.spec.cancelStreamAfterItems, clients[k].calls.streams[slot].items >= limit {
                     cancelStream(k, slot: slot, id: UnsafeRawBufferPointer(rebasing: buffer[idRange]), stamp: stamp)
                 }
                 return
@@ -100,18 +97,13 @@ extension HubClients {
         }
     }
 
-    func streamSlot(_ k: Int, _ sequence: UInt32) -> Int? {
-        clients[k].streams.isEmpty ? nil : clients[k].streams.firstIndex { $0.sequence == sequence }
-    }
-
     /// Cancels a stream (§4 CancelInvocation): from the client's side the call is then complete;
     /// a Completion or items the server sends after it are ignored.
     func cancelStream(_ k: Int, slot: Int, id: UnsafeRawBufferPointer, stamp: MessageStamp) {
-        clients[k].streams[slot].cancelled = true
+        clients[k].calls.streams[slot].cancelled = true
         sendHub(k) { out in Codec.writeCancelInvocation(into: out, invocationId: .utf8(id)) }
         metrics.count(.streamsCancelled)
-        guard clients[k].outstanding > 0 else { return }
-        clients[k].outstanding -= 1
+        guard clients[k].calls.answered() else { return }
         totalOutstanding -= 1
         let now = EventLoop.now()
         metrics.count(.messagesDelivered)
@@ -144,8 +136,7 @@ extension HubClients {
                   let stamp = ChatCodec.parseStamp(UnsafeRawBufferPointer(rebasing: buffer[contents])) else { continue }
             let now = EventLoop.now()
             if Int(stamp.sender) == plan.globalIndices[k] {
-                guard plan.spec.operation == .send, clients[k].outstanding > 0 else { return }
-                clients[k].outstanding -= 1
+                guard plan.spec.operation == .send, clients[k].calls.answered() else { return }
                 totalOutstanding -= 1
                 metrics.count(.messagesDelivered)
                 metrics.record(.roundTrip, nanoseconds: now &- stamp.intendedNs)

@@ -18,7 +18,7 @@ extension HubClients {
         }
         switch role {
         case .side:
-            clients[k].sideState = .idle
+            clients[k].connections.sideState = .idle
             if clients[k].phase == .negotiating { sendNegotiate(k) } else { flushPosts(k) }
         case .main:
             mainConnected(k)
@@ -34,7 +34,7 @@ extension HubClients {
         switch role {
         case .side: return receivedSide(k, bytes)
         case .main:
-            if clients[k].transport == .webSockets { return receivedWebSocket(k, id, buffer) }
+            if clients[k].endpoint.transport == .webSockets { return receivedWebSocket(k, id, buffer) }
             return receivedHTTPMain(k, bytes)
         }
     }
@@ -42,11 +42,11 @@ extension HubClients {
     func receivedSide(_ k: Int, _ bytes: UnsafeRawBufferPointer) -> Int {
         var offset = 0
         let epoch = clients[k].epoch
-        let side = clients[k].side
+        let side = clients[k].connections.side
         // Keep asking until the exchange needs more: a response that ends exactly at the end of
         // the input is complete only when asked again with nothing left.
         while true {
-            let (action, consumed) = clients[k].sideExchange.next(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+            let (action, consumed) = clients[k].connections.sideExchange.next(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
             offset += consumed
             switch action {
             case .needMore: return offset
@@ -56,13 +56,13 @@ extension HubClients {
             case .head, .body, .event, .heldEvent:
                 break  // the status and negotiate's body are kept by the exchange
             case .complete:
-                let status = clients[k].sideExchange.status
-                let state = clients[k].sideState
-                clients[k].sideState = .idle
+                let status = clients[k].connections.sideExchange.status
+                let state = clients[k].connections.sideState
+                clients[k].connections.sideState = .idle
                 switch state {
                 case .negotiate:
                     guard status == 200 else { httpFailure(k, status); return bytes.count }
-                    negotiated(k, clients[k].sideExchange.collectedBody)
+                    negotiated(k, clients[k].connections.sideExchange.collectedBody)
                 case .post:
                     // 200 ok; 404 gone; anything else fails the connection (§2).
                     guard status == 200 else { httpFailure(k, status); return bytes.count }
@@ -77,7 +77,7 @@ extension HubClients {
                     break
                 }
                 // A redirect may have replaced the side connection: these bytes belong to the old one.
-                guard clients[k].epoch == epoch, clients[k].side == side else { return bytes.count }
+                guard clients[k].epoch == epoch, clients[k].connections.side == side else { return bytes.count }
             }
         }
     }
@@ -87,15 +87,10 @@ extension HubClients {
         fail(k, .httpStatus)
     }
 
-    /// A placeholder for clients whose main connection is not a WebSocket (yet).
-    static var idleWebSocket: WebSocketClientSession {
-        WebSocketClientSession(configuration: .init(host: "", port: 0, path: "", upgradeTimeoutNs: 0, closeTimeoutNs: 0, maxMessageBytes: 0))
-    }
-
     /// Our close handshake (1000): the Close frame now; the answer is read until the hub's
     /// close timeout.
     func closeWebSocket(_ k: Int) {
-        guard case .closing(let send, _, _) = clients[k].webSocket.close(code: 1000, now: EventLoop.now()) else { return }
+        guard case .closing(let send, _, _) = clients[k].connections.webSocket.close(code: 1000, now: EventLoop.now()) else { return }
         writeClose(k, send)
     }
 
@@ -104,12 +99,12 @@ extension HubClients {
         let epoch = clients[k].epoch
         while true {  // every answer but `.needMore` and the endings consumes bytes
             let rest = UnsafeMutableRawBufferPointer(rebasing: buffer[offset...])
-            let (action, consumed) = clients[k].webSocket.next(rest, now: EventLoop.now())
+            let (action, consumed) = clients[k].connections.webSocket.next(rest, now: EventLoop.now())
             switch action {
             case .needMore, .none, .sendUpgradeRequest:
                 return offset + consumed
             case .opened:
-                clients[k].mainState = .wsOpen
+                clients[k].connections.mainState = .wsOpen
                 offset += consumed
                 if clients[k].session.isResuming { resumed(k) } else { transportOpened(k) }
             case .message(_, let range):
@@ -117,7 +112,7 @@ extension HubClients {
                 receiveHub(k, UnsafeRawBufferPointer(rebasing: rest[range]))
                 offset += consumed
             case .assembledMessage:
-                let assembled = clients[k].webSocket.assembled
+                let assembled = clients[k].connections.webSocket.assembled
                 assembled.withUnsafeBytes { receiveHub(k, $0) }
                 offset += consumed
             case .sendPong(let range):
@@ -134,7 +129,7 @@ extension HubClients {
                 // moves on at once, to reconnect or to end.
                 writeClose(k, send)
                 closeMainAfterFlush(k)
-                let outcome = clients[k].webSocket.closeHandshake.outcome
+                let outcome = clients[k].connections.webSocket.closeHandshake.outcome
                 if case .failed(let f) = outcome {
                     fail(k, ErrorClass(f))
                     return buffer.count
@@ -160,7 +155,7 @@ extension HubClients {
         let epoch = clients[k].epoch
         while true {  // as in receivedSide: a response may be complete only when asked again
             let slice = UnsafeRawBufferPointer(rebasing: bytes[offset...])
-            let (action, consumed) = clients[k].mainExchange.next(slice)
+            let (action, consumed) = clients[k].connections.mainExchange.next(slice)
             switch action {
             case .needMore: return offset + consumed
             case .ended:
@@ -168,7 +163,7 @@ extension HubClients {
                 return bytes.count
             case .head(let head):
                 offset += consumed
-                guard head.status == 200 || (head.status == 204 && clients[k].transport == .longPolling) else {
+                guard head.status == 200 || (head.status == 204 && clients[k].endpoint.transport == .longPolling) else {
                     httpFailure(k, head.status)
                     return bytes.count
                 }
@@ -177,14 +172,14 @@ extension HubClients {
                     if clients[k].phase == .closing { closeMain(k); closeSide(k); setPhase(k, .ended) } else { drop(k, reason: nil) }
                     return bytes.count
                 }
-                if clients[k].mainState == .sseHead {
-                    clients[k].mainState = .sseStream
+                if clients[k].connections.mainState == .sseHead {
+                    clients[k].connections.mainState = .sseStream
                     openSideForPosts(k)
                     transportOpened(k)
                 }
             case .body(let r):
                 offset += consumed
-                if clients[k].mainState == .pollWaiting {
+                if clients[k].connections.mainState == .pollWaiting {
                     // A poll body holds complete framed messages; pieces go straight to the hub parser.
                     receiveHub(k, UnsafeRawBufferPointer(rebasing: slice[r]))
                 }
@@ -194,31 +189,31 @@ extension HubClients {
                 receiveHub(k, UnsafeRawBufferPointer(rebasing: slice[data]))
             case .heldEvent:
                 offset += consumed
-                let exchange = clients[k].mainExchange  // a copy (no bytes copied): receiving touches `clients`
+                let exchange = clients[k].connections.mainExchange  // a copy (no bytes copied): receiving touches `clients`
                 exchange.withHeldEvent { receiveHub(k, $0) }
             case .complete:
                 offset += consumed
-                if clients[k].transport == .longPolling { pollEnded(k) }
+                if clients[k].endpoint.transport == .longPolling { pollEnded(k) }
             }
             guard clients[k].epoch == epoch else { return bytes.count }
         }
     }
 
     func pollEnded(_ k: Int) {
-        if clients[k].mainState == .pollFirst {
+        if clients[k].connections.mainState == .pollFirst {
             // The first poll returns at once and starts the hub; the handshake goes by POST.
             openSideForPosts(k)
             transportOpened(k)
         }
         guard isAlive(k), clients[k].phase != .closing else { return }
-        clients[k].mainState = .pollWaiting
-        if clients[k].pollRequest == nil { clients[k].pollRequest = makeRequest(k, method: .get, target: transportTarget(k)) }
-        _ = clients[k].mainExchange.start(method: .get, body: .pieces, now: EventLoop.now())
-        send(clients[k].pollRequest!, on: clients[k].main)
+        clients[k].connections.mainState = .pollWaiting
+        if clients[k].connections.pollRequest == nil { clients[k].connections.pollRequest = makeRequest(k, method: .get, target: transportTarget(k)) }
+        _ = clients[k].connections.mainExchange.start(method: .get, body: .pieces, now: EventLoop.now())
+        send(clients[k].connections.pollRequest!, on: clients[k].connections.main)
     }
 
     func openSideForPosts(_ k: Int) {
-        if clients[k].sideState == .none { openSide(k) }
+        if clients[k].connections.sideState == .none { openSide(k) }
     }
 
     public func closed(_ id: ConnectionID, reason: CloseReason, loop: EventLoop) {
@@ -227,7 +222,7 @@ extension HubClients {
         case .main:
             mainLost(k, reason)
         case .side:
-            clients[k].sideState = .none
+            clients[k].connections.sideState = .none
             // A keep-alive connection the server closed between requests is reopened on demand.
             if clients[k].phase == .negotiating { fail(k, .unexpectedEOF) }
         }
@@ -236,11 +231,11 @@ extension HubClients {
     /// The main connection is gone without a close handshake: resume it (stateful reconnect) or
     /// drop the client (and let the reconnect policy decide).
     func mainLost(_ k: Int, _ reason: CloseReason) {
-        clients[k].mainState = .none
+        clients[k].connections.mainState = .none
         if clients[k].phase == .closing { closeSide(k); setPhase(k, .ended); return }
         metrics.error(reason == .endOfFile ? .unexpectedEOF : .connectionReset)
         // A hub message cut off by the end of the connection (a truncated VarInt or record) is malformed too.
-        if !clients[k].inbound.isEmpty { metrics.error(.protocolError) }
+        if !clients[k].connections.inbound.isEmpty { metrics.error(.protocolError) }
         if clients[k].phase == .connected && clients[k].session.canResume {
             noteDropped(k)
             resume(k)

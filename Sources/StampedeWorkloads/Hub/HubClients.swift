@@ -14,7 +14,9 @@ import StampedeWire
 /// reports on them: WebSocketClientSession, HTTPClientExchange), `+HubProtocol` (the
 /// HubProtocolSession of each client: handshake, keep-alive, resume), `+Calls` (the send
 /// schedule and the stamped calls), `+Replies` (what comes back), `+Reconnect` (ending,
-/// reconnecting, storms, churn).
+/// reconnecting, storms, churn). A client's state is likewise one small record per concern:
+/// `HubEndpoint` (where, which transport), `HubConnections` (the two connections and their
+/// exchanges), `HubCalls` (the send schedule, calls in flight), `HubReconnectState`.
 ///
 /// Each client owns up to two TCP connections: `main` (the WebSocket, the SSE stream or the
 /// long poll) and `side` (negotiate, and the POSTs that carry client messages on SSE and long
@@ -22,72 +24,28 @@ import StampedeWire
 /// a Completion or StreamItem carries its own send times and no per-call table is kept.
 public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWorkload, @unchecked Sendable {
     enum Phase: UInt8 { case idle, negotiating, connecting, handshaking, joining, connected, waitingToReconnect, closing, ended }
-    enum MainState: UInt8 { case none, tcp, wsUpgrade, wsOpen, sseHead, sseStream, pollFirst, pollWaiting, pollIdle }
-    enum SideState: UInt8 { case none, tcp, idle, negotiate, post, delete }
-    enum Role: UInt8 { case main = 1, side = 2 }
 
+    /// One client: its phase and restart epoch, and a record per concern (each mostly touched
+    /// by the file of that concern).
     struct Client {
         var phase: Phase = .idle
+        /// Bumped at every start, end and close: the timers of an older epoch find nothing to do.
         var epoch: UInt32 = 0
-        var transportIndex = 0
-        var transport: HubTransport = .webSockets
-        var base: HubURL
-        /// Where `base` is, and its Host header value (both change with a negotiate redirect).
-        var address: SocketAddress
-        var hostHeader: [UInt8]
-        var redirects = 0
-        var redirectToken: String? = nil
-        var negotiated: NegotiatedConnection? = nil
-        var main = ConnectionID(index: .max, generation: 0)
-        var side = ConnectionID(index: .max, generation: 0)
-        var mainState = MainState.none
-        var sideState = SideState.none
-        /// The HTTP exchanges of the two connections: the SSE stream or the polls on `main`,
-        /// negotiate, the POSTs and the DELETE on `side`.
-        var mainExchange = HTTPClientExchange()
-        var sideExchange = HTTPClientExchange()
-        /// The WebSocket of the main connection (upgrade, frames, close handshake), made when
-        /// its TCP connect completes.
-        var webSocket = HubClients.idleWebSocket
-        /// Framed hub messages waiting for the side connection (SSE and long polling).
-        var postQueue: [UInt8] = []
-        /// The POST and poll requests of this connection, built once (they are sent per message).
-        var postRequest: HTTPClientRequest? = nil
-        var pollRequest: HTTPClientRequest? = nil
-        /// Hub bytes received but not yet a complete message.
-        var inbound: [UInt8] = []
-        /// The hub protocol above the transport: handshake, keep-alive, stateful reconnect.
-        var session: HubProtocolSession<Codec>
-        /// Open model: the next sequence number to send, and the first not yet due; the calls in
-        /// between are due and not yet sent (deferred by backpressure, or queued while reconnecting).
-        var nextSequence: UInt32 = 0
-        var dueSequence: UInt32 = 0
-        var scheduleStartNs: UInt64 = 0
-        /// The send chain's own epoch (the connection's `epoch` changes with every restart, and the
-        /// open-model chain goes on through a reconnect); replaced only when a chain is restarted.
-        var sendEpoch: UInt32 = 0
-        /// Open model: a send chain is running (a timer of `sendEpoch` is pending).
-        var sendChain = false
-        var outstanding: UInt32 = 0
+        /// When the current phase (negotiate, connect, upgrade, handshake) began, for its timing.
         var phaseStartNs: UInt64 = 0
-        var reconnect = ReconnectTimeline()
-        var everConnected = false
-        /// Streams in flight when cancelling after N items: (sequence, items so far, cancelled).
-        /// A few slots per client; a stream that finds none is simply read to the end.
-        var streams: [StreamTrack] = []
-        var storm = StormClientTrack()
-        /// Churn: this client left and is joining again as a new user.
-        var churnJoining = false
-        var churnGeneration: UInt32 = 0
-        init(base: HubURL, address: SocketAddress, hostHeader: [UInt8], session: HubProtocolSession<Codec>) {
-            self.base = base; self.address = address; self.hostHeader = hostHeader; self.session = session
+        /// Where to connect and over which transport (`+Connecting`).
+        var endpoint: HubEndpoint
+        /// The two TCP connections and what runs on them (`+Connecting`, `+Transports`).
+        var connections = HubConnections()
+        /// The hub protocol above the transport: handshake, keep-alive, stateful reconnect (`+HubProtocol`).
+        var session: HubProtocolSession<Codec>
+        /// The send schedule and the calls in flight (`+Calls`, `+Replies`).
+        var calls = HubCalls()
+        /// Reconnects, storms and churn (`+Reconnect`).
+        var reconnect = HubReconnectState()
+        init(endpoint: HubEndpoint, session: HubProtocolSession<Codec>) {
+            self.endpoint = endpoint; self.session = session
         }
-    }
-
-    struct StreamTrack {
-        var sequence: UInt32 = .max
-        var items = 0
-        var cancelled = false
     }
 
     public let loop: EventLoop
@@ -120,8 +78,8 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         self.random = random
         hostHeader = HTTPClientRequest.hostValue(host: plan.base.host, port: plan.base.port, defaultPort: 80)
         let session = HubProtocolSession<Codec>(.init(maxMessageLength: plan.maxMessageBytes))  // replaced at each start
-        var prototype = Client(base: plan.base, address: address, hostHeader: hostHeader, session: session)
-        prototype.mainExchange = HTTPClientExchange(configuration: .init(maxEventBytes: plan.maxMessageBytes))
+        var prototype = Client(endpoint: HubEndpoint(base: plan.base, address: address, hostHeader: hostHeader), session: session)
+        prototype.connections.mainExchange = HTTPClientExchange(configuration: .init(maxEventBytes: plan.maxMessageBytes))
         clients = Array(repeating: prototype, count: plan.globalIndices.count)
         notYetStarted = plan.globalIndices.count
         reconnectPolicy = ReconnectPolicy(plan.spec.reconnect)
@@ -157,10 +115,10 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         guard schedule.beginMessages(endNs: endNs), plan.spec.operation != .none, plan.spec.call != nil else { return }
         for (k, g) in plan.globalIndices.enumerated() where clients[k].phase == .connected {
             let first = schedule.firstSend(start: startNs, globalIndex: g, random: &random)
-            clients[k].scheduleStartNs = first
+            clients[k].calls.scheduleStartNs = first
             if schedule.isInPhase(first) {
                 loop.schedule(at: first, token: sendToken(k))
-                clients[k].sendChain = plan.loadModel == .open
+                clients[k].calls.sendChain = plan.loadModel == .open
             }
         }
     }
@@ -193,7 +151,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         TimerToken(kind, slot: client, epoch: epoch)
     }
 
-    @inline(__always) func sendToken(_ k: Int) -> TimerToken { token(.send, k, epoch: clients[k].sendEpoch) }
+    @inline(__always) func sendToken(_ k: Int) -> TimerToken { token(.send, k, epoch: clients[k].calls.sendEpoch) }
 
     public func timerFired(_ token: TimerToken, deadline: UInt64, loop: EventLoop) {
         let k = token.index
@@ -204,28 +162,28 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             if phase == .rampUp { start(k) }
         case .send:
             // A chain that was replaced (a restarted schedule) stops here.
-            guard clients[k].sendEpoch == epoch else { return }
-            guard phase == .messages else { clients[k].sendChain = false; return }
+            guard clients[k].calls.sendEpoch == epoch else { return }
+            guard phase == .messages else { clients[k].calls.sendChain = false; return }
             switch plan.loadModel {
             case .open:
                 if clients[k].phase == .connected {
-                    clients[k].dueSequence += 1
+                    clients[k].calls.dueSequence += 1
                     sendDue(k)
                 } else if isReconnecting(k) {
                     // Calls keep falling due while the client reconnects: dropped and counted, or
                     // queued for after the handshake (issue 4, item 4).
                     dueWhileDisconnected(k)
                 } else {
-                    clients[k].sendChain = false  // ended: nothing more is due
+                    clients[k].calls.sendChain = false  // ended: nothing more is due
                     return
                 }
                 let next = deadline + schedule.intervalNs
-                if schedule.isInPhase(next) { loop.schedule(at: next, token: token) } else { clients[k].sendChain = false }
+                if schedule.isInPhase(next) { loop.schedule(at: next, token: token) } else { clients[k].calls.sendChain = false }
             case .closed:
                 // Closed model: nothing is due while disconnected; the chain starts again on reconnect.
                 guard clients[k].phase == .connected else { return }
-                let seq = clients[k].nextSequence
-                clients[k].nextSequence += 1
+                let seq = clients[k].calls.nextSequence
+                clients[k].calls.nextSequence += 1
                 call(k, sequence: seq, intendedNs: deadline)
             }
         case .handshakeTimeout:
@@ -243,10 +201,10 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             setPhase(k, .ended)
         case .stallEnd:
             // A stall's epoch is its storm's index: only the stall of that storm ends here.
-            guard clients[k].mainState != .none, loop.isReadingPaused(clients[k].main) else { return }
-            loop.pauseReading(clients[k].main, false)
+            guard clients[k].connections.mainState != .none, loop.isReadingPaused(clients[k].connections.main) else { return }
+            loop.pauseReading(clients[k].connections.main, false)
             clients[k].session.dataReceived(now: EventLoop.now())
-            if clients[k].storm.storm == Int32(truncatingIfNeeded: epoch) { stormRecovered(k) }
+            if clients[k].reconnect.storm.storm == Int32(truncatingIfNeeded: epoch) { stormRecovered(k) }
         case .keepAliveSweep:
             keepAliveSweep(now: EventLoop.now())
             if phase != .closing { loop.schedule(at: deadline + 1_000_000_000, token: token) }
