@@ -16,7 +16,7 @@ extension HubClients {
         clients[k].epoch &+= 1
         clients[k].endpoint.restart(base: plan.base, address: address, hostHeader: hostHeader)
         clients[k].connections.restart()
-        clients[k].session = makeSession(k)
+        sessions[k] = makeSession(k)
         clients[k].phaseStartNs = EventLoop.now()
         metrics.count(.connectAttempts)
         loop.schedule(at: EventLoop.now() + nanoseconds(plan.spec.handshakeTimeoutSeconds) + plan.connectTimeoutNs * 2,

@@ -30,8 +30,8 @@ extension HubClients {
         setPhase(k, .handshaking)
         clients[k].phaseStartNs = EventLoop.now()
         let stateful = plan.spec.statefulReconnect && clients[k].endpoint.negotiated?.useStatefulReconnect == true && clients[k].endpoint.transport == .webSockets
-        clients[k].session = makeSession(k)
-        if let n = clients[k].session.handshakeRequest(statefulReconnect: stateful, now: EventLoop.now(), into: scratch) {
+        sessions[k] = makeSession(k)
+        if let n = sessions[k].handshakeRequest(statefulReconnect: stateful, now: EventLoop.now(), into: scratch) {
             // The handshake is JSON text whatever the hub protocol (§3).
             sendTransportBytes(k, UnsafeRawBufferPointer(rebasing: scratch[0..<n]), text: true)
         }
@@ -40,7 +40,7 @@ extension HubClients {
     /// Stateful reconnect after an abrupt drop: the same URL and id again, no negotiate and no
     /// handshake (§6). On success the client never left Connected.
     func resume(_ k: Int) {
-        clients[k].session.beginResume()
+        sessions[k].beginResume()
         metrics.count(.reconnectAttempts)
         stormAttempt(k)
         openMain(k)
@@ -51,10 +51,10 @@ extension HubClients {
     func resumed(_ k: Int) {
         metrics.count(.reconnected)
         stormRecovered(k)
-        if let n = clients[k].session.resumed(now: EventLoop.now(), into: scratch) {
+        if let n = sessions[k].resumed(now: EventLoop.now(), into: scratch) {
             sendTransportBytes(k, UnsafeRawBufferPointer(rebasing: scratch[0..<n]), text: sendsText)
         }
-        let session = clients[k].session  // a copy (no bytes copied): sending touches `clients`
+        let session = sessions[k]  // a copy (no bytes copied): sending touches `clients`
         session.forEachReplayMessage { sendTransportBytes(k, $0, text: sendsText) }
     }
 
@@ -79,13 +79,13 @@ extension HubClients {
         // Written before the session is borrowed: the arguments' writer reads the client table.
         guard let n = write(scratch) else { return }
         let bytes = UnsafeRawBufferPointer(rebasing: scratch[0..<n])
-        guard case .write = clients[k].session.send(bytes, now: EventLoop.now()) else { return }
+        guard case .write = sessions[k].send(bytes, now: EventLoop.now()) else { return }
         sendTransportBytes(k, bytes, text: sendsText)
     }
 
     /// The Close message (§4), not numbered: a client leaving or closing.
     func sendCloseMessage(_ k: Int) {
-        guard let n = clients[k].session.close(now: EventLoop.now(), into: scratch) else { return }
+        guard let n = sessions[k].close(now: EventLoop.now(), into: scratch) else { return }
         sendTransportBytes(k, UnsafeRawBufferPointer(rebasing: scratch[0..<n]), text: sendsText)
     }
 
@@ -96,7 +96,7 @@ extension HubClients {
         for k in clients.indices where clients[k].phase == .connected || clients[k].phase == .joining {
             // Long polling has no keep-alive; a stalled client is frozen and judges nothing.
             guard clients[k].endpoint.transport != .longPolling, !loop.isReadingPaused(clients[k].connections.main) else { continue }
-            let step = clients[k].session.keepAliveCheck(now: now, into: scratch)
+            let step = sessions[k].keepAliveCheck(now: now, into: scratch)
             if step.serverTimedOut {
                 fail(k, .serverTimeout)
                 continue
@@ -110,7 +110,7 @@ extension HubClients {
 
     /// Parses every complete hub message in `bytes` (prefixed by any earlier partial one).
     func receiveHub(_ k: Int, _ bytes: UnsafeRawBufferPointer) {
-        clients[k].session.dataReceived(now: EventLoop.now())
+        sessions[k].dataReceived(now: EventLoop.now())
         if clients[k].connections.inbound.isEmpty {
             let used = parseHub(k, bytes)
             if used < bytes.count, isAlive(k) { clients[k].connections.inbound.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[used...])) }
@@ -134,7 +134,7 @@ extension HubClients {
         // Every answer but `.needMore` and `.ended` consumes at least one byte.
         while true {
             let rest = UnsafeRawBufferPointer(rebasing: buffer[offset...])
-            let (action, consumed) = clients[k].session.next(rest)
+            let (action, consumed) = sessions[k].next(rest)
             switch action {
             case .needMore:
                 return offset

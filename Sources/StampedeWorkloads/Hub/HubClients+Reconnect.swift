@@ -116,7 +116,7 @@ extension HubClients {
         var k = Int(random.next() % UInt64(clients.count))
         for _ in clients.indices where left < count {
             k = k + 1 == clients.count ? 0 : k + 1
-            guard clients[k].phase == .connected, clients[k].connections.mainState != .none, clients[k].calls.outstanding == 0, !clients[k].session.isResuming,
+            guard clients[k].phase == .connected, clients[k].connections.mainState != .none, clients[k].calls.outstanding == 0, !sessions[k].isResuming,
                   !loop.isReadingPaused(clients[k].connections.main) else { continue }
             leaveWithClose(k)
             closeSide(k)

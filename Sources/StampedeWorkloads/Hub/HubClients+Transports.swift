@@ -106,7 +106,7 @@ extension HubClients {
             case .opened:
                 clients[k].connections.mainState = .wsOpen
                 offset += consumed
-                if clients[k].session.isResuming { resumed(k) } else { transportOpened(k) }
+                if sessions[k].isResuming { resumed(k) } else { transportOpened(k) }
             case .message(_, let range):
                 // JSON may arrive in Binary frames too (aiosignalr does): accept either opcode.
                 receiveHub(k, UnsafeRawBufferPointer(rebasing: rest[range]))
@@ -236,7 +236,7 @@ extension HubClients {
         metrics.error(reason == .endOfFile ? .unexpectedEOF : .connectionReset)
         // A hub message cut off by the end of the connection (a truncated VarInt or record) is malformed too.
         if !clients[k].connections.inbound.isEmpty { metrics.error(.protocolError) }
-        if clients[k].phase == .connected && clients[k].session.canResume {
+        if clients[k].phase == .connected && sessions[k].canResume {
             noteDropped(k)
             resume(k)
             return

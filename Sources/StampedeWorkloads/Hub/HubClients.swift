@@ -23,36 +23,16 @@ import StampedeWire
 /// polling). Latency stamps travel inside the invocation id (ids are the caller's choice), so
 /// a Completion or StreamItem carries its own send times and no per-call table is kept.
 public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWorkload, @unchecked Sendable {
-    enum Phase: UInt8 { case idle, negotiating, connecting, handshaking, joining, connected, waitingToReconnect, closing, ended }
-
-    /// One client: its phase and restart epoch, and a record per concern (each mostly touched
-    /// by the file of that concern).
-    struct Client {
-        var phase: Phase = .idle
-        /// Bumped at every start, end and close: the timers of an older epoch find nothing to do.
-        var epoch: UInt32 = 0
-        /// When the current phase (negotiate, connect, upgrade, handshake) began, for its timing.
-        var phaseStartNs: UInt64 = 0
-        /// Where to connect and over which transport (`+Connecting`).
-        var endpoint: HubEndpoint
-        /// The two TCP connections and what runs on them (`+Connecting`, `+Transports`).
-        var connections = HubConnections()
-        /// The hub protocol above the transport: handshake, keep-alive, stateful reconnect (`+HubProtocol`).
-        var session: HubProtocolSession<Codec>
-        /// The send schedule and the calls in flight (`+Calls`, `+Replies`).
-        var calls = HubCalls()
-        /// Reconnects, storms and churn (`+Reconnect`).
-        var reconnect = HubReconnectState()
-        init(endpoint: HubEndpoint, session: HubProtocolSession<Codec>) {
-            self.endpoint = endpoint; self.session = session
-        }
-    }
-
     public let loop: EventLoop
     public let plan: HubPlan
     public var metrics = MetricsShard()
     var random: FastRandom
-    var clients: [Client]
+    /// The clients' state. `HubClient` is not generic, so code that is (this class, over the
+    /// codec) reaches its fields directly instead of copying a whole client through the
+    /// generic value witnesses on every access.
+    var clients: [HubClient]
+    /// Each client's hub protocol session (the one part that depends on the codec).
+    var sessions: [HubProtocolSession<Codec>]
     var slotClient: [Int32] = []
     var slotRole: [UInt8] = []
     var scratch: UnsafeMutableRawBufferPointer
@@ -78,9 +58,10 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         self.random = random
         hostHeader = HTTPClientRequest.hostValue(host: plan.base.host, port: plan.base.port, defaultPort: 80)
         let session = HubProtocolSession<Codec>(.init(maxMessageLength: plan.maxMessageBytes))  // replaced at each start
-        var prototype = Client(endpoint: HubEndpoint(base: plan.base, address: address, hostHeader: hostHeader), session: session)
+        var prototype = HubClient(endpoint: HubEndpoint(base: plan.base, address: address, hostHeader: hostHeader))
         prototype.connections.mainExchange = HTTPClientExchange(configuration: .init(maxEventBytes: plan.maxMessageBytes))
         clients = Array(repeating: prototype, count: plan.globalIndices.count)
+        sessions = Array(repeating: session, count: plan.globalIndices.count)
         notYetStarted = plan.globalIndices.count
         reconnectPolicy = ReconnectPolicy(plan.spec.reconnect)
         userNames = plan.globalIndices.map { Array("\(plan.runTag)-user-\($0)".utf8) }
@@ -95,7 +76,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     // MARK: LoopWorkload
 
     public var reconnectingCount: Int {
-        clients.reduce(0) { $0 + ($1.phase == .waitingToReconnect || $1.session.isResuming ? 1 : 0) }
+        clients.indices.reduce(0) { $0 + (clients[$1].phase == .waitingToReconnect || sessions[$1].isResuming ? 1 : 0) }
     }
 
     public var liveClients: Int {
@@ -203,7 +184,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             // A stall's epoch is its storm's index: only the stall of that storm ends here.
             guard clients[k].connections.mainState != .none, loop.isReadingPaused(clients[k].connections.main) else { return }
             loop.pauseReading(clients[k].connections.main, false)
-            clients[k].session.dataReceived(now: EventLoop.now())
+            sessions[k].dataReceived(now: EventLoop.now())
             if clients[k].reconnect.storm.storm == Int32(truncatingIfNeeded: epoch) { stormRecovered(k) }
         case .keepAliveSweep:
             keepAliveSweep(now: EventLoop.now())
@@ -215,11 +196,11 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
 
     // MARK: Phases
 
-    static func isConnecting(_ p: Phase) -> Bool { p == .negotiating || p == .connecting || p == .handshaking || p == .joining }
+    static func isConnecting(_ p: HubClientPhase) -> Bool { p == .negotiating || p == .connecting || p == .handshaking || p == .joining }
 
     /// Moves a client to `next`, keeping `openCount` and `inFlightConnects` equal to the number of
     /// clients connected and connecting.
-    func setPhase(_ k: Int, _ next: Phase) {
+    func setPhase(_ k: Int, _ next: HubClientPhase) {
         let old = clients[k].phase
         guard old != next else { return }
         if Self.isConnecting(old) { inFlightConnects -= 1 }
