@@ -42,8 +42,10 @@ let package = Package(
         .target(name: "StampedeReport", dependencies: ["StampedeMetrics", "StampedeScenario"]),
         .target(name: "StampedeEngine", dependencies: ["StampedeWorkloads", "StampedeServers", "StampedeReport", "StampedeScenario", "StampedeMetrics", "StampedeLoop", "StampedeWire", "CStampedeLinux"]),
         .executableTarget(name: "stampede", dependencies: ["StampedeEngine", "StampedeServers", "StampedeReport", "StampedeScenario", "StampedeLoop", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
-        .testTarget(name: "StampedeWireTests", dependencies: ["StampedeWire"]),
-        .testTarget(name: "StampedeSessionTests", dependencies: ["StampedeSession", "StampedeWire"]),
+        // Fixture helpers the codec and session tests share (hex, a reference frame encoder).
+        .target(name: "StampedeTestSupport", path: "Tests/StampedeTestSupport"),
+        .testTarget(name: "StampedeWireTests", dependencies: ["StampedeWire", "StampedeTestSupport"]),
+        .testTarget(name: "StampedeSessionTests", dependencies: ["StampedeSession", "StampedeWire", "StampedeTestSupport"]),
         .testTarget(name: "StampedeLoopTests", dependencies: ["StampedeLoop", "CStampedeLinux"]),
         .testTarget(name: "StampedeMetricsTests", dependencies: ["StampedeMetrics"]),
         .testTarget(name: "StampedeScenarioTests", dependencies: ["StampedeScenario"]),

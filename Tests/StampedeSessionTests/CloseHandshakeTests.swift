@@ -1,4 +1,5 @@
 import Testing
+import StampedeTestSupport
 import StampedeWire
 @testable import StampedeSession
 

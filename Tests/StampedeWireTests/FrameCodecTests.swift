@@ -1,4 +1,5 @@
 import Testing
+import StampedeTestSupport
 import StampedeWire
 
 // The examples of RFC 6455 §5.7, byte for byte.

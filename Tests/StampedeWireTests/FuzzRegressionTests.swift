@@ -1,4 +1,5 @@
 import Testing
+import StampedeTestSupport
 @testable import StampedeWire
 
 /// Inputs the fuzz targets (Fuzz/, README "Fuzzing") found, as byte fixtures; each is also kept

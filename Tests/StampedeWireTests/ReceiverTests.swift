@@ -1,4 +1,5 @@
 import Testing
+import StampedeTestSupport
 @testable import StampedeWire
 
 typealias Role = WebSocketReceiver.Role
