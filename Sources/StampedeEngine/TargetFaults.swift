@@ -48,20 +48,14 @@ enum AdminClient {
         guard let address = SocketAddress(host: admin.host, port: admin.port), address.isLoopback else {
             return "admin endpoint \(admin) is not a loopback address"
         }
-        var family = AF_INET
-        if case .ipv6Loopback = address { family = AF_INET6 }
-        let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return "socket: \(String(cString: strerror(errno)))" }
         defer { close(fd) }
         // Blocking with timeouts: a stalled or hung target must not hang the run.
         var tv = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        let connected: Int32
-        switch address {
-        case .ipv4(let a, let port): connected = cs_connect_ipv4(fd, a.bigEndian, port)
-        case .ipv6Loopback(let port): connected = cs_connect_ipv6_loopback(fd, port)
-        }
+        let connected = address.connectBlocking(fd)
         guard connected == 0 else { return "cannot reach the admin endpoint \(admin): \(String(cString: strerror(errno)))" }
         let request = "POST \(path) HTTP/1.1\r\nHost: \(admin.host):\(admin.port)\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
         let sent = request.utf8CString.withUnsafeBufferPointer { send(fd, $0.baseAddress, $0.count - 1, Int32(MSG_NOSIGNAL)) }

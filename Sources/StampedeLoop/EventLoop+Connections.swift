@@ -63,27 +63,29 @@ extension EventLoop {
     /// Starts a non-blocking connect. Returns the connection, or the errno of an immediate failure
     /// (EMFILE, EADDRNOTAVAIL, ECONNREFUSED …). Completion comes through `connectCompleted`.
     public func connect(to address: SocketAddress, from source: UInt32? = nil, timeoutNs: UInt64) -> Result<ConnectionID, LoopError> {
-        let family: Int32 = { if case .ipv6Loopback = address { return AF_INET6 } else { return AF_INET } }()
-        let fd = cs_socket_tcp(family)
+        connect(to: address, fromAddress: source.map { .ipv4($0, port: 0) }, timeoutNs: timeoutNs)
+    }
+
+    /// Starts a non-blocking connect from `source` (IPv4 or IPv6; ignored when its family is not
+    /// the destination's). Returns the connection, or the errno of an immediate failure.
+    public func connect(to address: SocketAddress, fromAddress source: SocketAddress?, timeoutNs: UInt64) -> Result<ConnectionID, LoopError> {
+        let fd = cs_socket_tcp(address.family)
         guard fd >= 0 else { return .failure(LoopError(operation: "socket", errno: cs_errno())) }
         // Socket options are best effort: without TCP_NODELAY small frames wait for Nagle, and
         // without IP_BIND_ADDRESS_NO_PORT the bind below reserves a port; both still work.
         _ = cs_set_int_option(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
-        if let src = source, case .ipv4 = address {
+        if let src = source, src.isIPv6 == address.isIPv6 {
             // Port 0 with IP_BIND_ADDRESS_NO_PORT lets the kernel pick the port at connect time per
-            // (source, destination) pair instead of reserving one per source address.
+            // (source, destination) pair instead of reserving one per source address. The option
+            // is at the IPPROTO_IP level for IPv6 sockets too.
             _ = cs_set_int_option(fd, Int32(IPPROTO_IP), 24 /* IP_BIND_ADDRESS_NO_PORT */, 1)
-            let e = syscallStatus { cs_bind_ipv4(fd, src.bigEndian, 0) }
+            let e = syscallStatus { src.with(port: 0).withSockaddr(fd: fd, bind: true) }
             if e != 0 {
                 Glibc.close(fd)
                 return .failure(LoopError(operation: "bind", errno: e))
             }
         }
-        let r: IOResult
-        switch address {
-        case .ipv4(let a, let port): r = syscall { Int(cs_connect_ipv4(fd, a.bigEndian, port)) }
-        case .ipv6Loopback(let port): r = syscall { Int(cs_connect_ipv6_loopback(fd, port)) }
-        }
+        let r: IOResult = syscall { Int(address.withSockaddr(fd: fd, bind: false)) }
         switch r {
         case .failed(let e):
             Glibc.close(fd)
@@ -109,17 +111,13 @@ extension EventLoop {
         handler.connectCompleted(id, error: ETIMEDOUT, loop: self)
     }
 
-    /// Listens on a loopback address; returns the listener and the bound port (for port 0).
+    /// Listens on a local IPv4 or IPv6 address; returns the listener and the bound port (for port 0).
     public func listen(on address: SocketAddress, backlog: Int32 = 4096) -> Result<(ConnectionID, UInt16), LoopError> {
-        let family: Int32 = { if case .ipv6Loopback = address { return AF_INET6 } else { return AF_INET } }()
-        let fd = cs_socket_tcp(family)
+        let fd = cs_socket_tcp(address.family)
         guard fd >= 0 else { return .failure(LoopError(operation: "socket", errno: cs_errno())) }
         _ = cs_set_int_option(fd, SOL_SOCKET, SO_REUSEADDR, 1)  // best effort: bind reports the outcome
-        let bindError: Int32
-        switch address {
-        case .ipv4(let a, let port): bindError = syscallStatus { cs_bind_ipv4(fd, a.bigEndian, port) }
-        case .ipv6Loopback: Glibc.close(fd); return .failure(LoopError(operation: "listen on ::1 (not supported yet)", errno: EAFNOSUPPORT))
-        }
+        if address.isIPv6 { _ = cs_set_int_option(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, 1) }  // [::] should not take IPv4 too
+        let bindError = syscallStatus { address.withSockaddr(fd: fd, bind: true) }
         guard bindError == 0 else { Glibc.close(fd); return .failure(LoopError(operation: "bind \(address)", errno: bindError)) }
         let listenError = syscallStatus { Glibc.listen(fd, backlog) }
         guard listenError == 0 else { Glibc.close(fd); return .failure(LoopError(operation: "listen", errno: listenError)) }

@@ -1,36 +1,121 @@
-/// A loopback address to connect to or listen on.
-public enum SocketAddress: Sendable, Equatable, CustomStringConvertible {
+import CStampedeLinux
+import Glibc
+
+/// An IPv4 or IPv6 address and port to connect to, listen on or bind a source to.
+public enum SocketAddress: Sendable, Hashable, CustomStringConvertible {
     /// IPv4 address in host byte order.
     case ipv4(UInt32, port: UInt16)
-    case ipv6Loopback(port: UInt16)
+    /// IPv6 address as two host-order halves of its 16 network-order bytes (`high` holds bytes
+    /// 0 to 7), the port, and the scope (interface index) a link-local address needs, else 0.
+    case ipv6(high: UInt64, low: UInt64, port: UInt16, scopeID: UInt32)
 
-    /// Parses a dotted IPv4 literal, `localhost`, or `::1`.
+    /// `::1`, port `port`.
+    public static func ipv6Loopback(port: UInt16) -> SocketAddress { .ipv6(high: 0, low: 1, port: port, scopeID: 0) }
+
+    /// Parses an IPv4 literal, an IPv6 literal (bare or in brackets, with an optional `%scope`)
+    /// or `localhost` (127.0.0.1). Names other than `localhost` are not resolved here: the
+    /// engine resolves them once before a run.
     public init?(host: String, port: Int) {
         guard (0...65535).contains(port) else { return nil }
         if host == "localhost" { self = .ipv4(0x7F00_0001, port: UInt16(port)); return }
-        if host == "::1" || host == "[::1]" { self = .ipv6Loopback(port: UInt16(port)); return }
-        guard let a = parseIPv4(host) else { return nil }
-        self = .ipv4(a, port: UInt16(port))
+        if let a = parseIPv4(host) { self = .ipv4(a, port: UInt16(port)); return }
+        guard let v6 = parseIPv6(host) else { return nil }
+        self = .ipv6(high: v6.high, low: v6.low, port: UInt16(port), scopeID: v6.scopeID)
     }
 
-    /// 127.0.0.0/8 or ::1: the only destinations Stampede sends load to.
+    /// 127.0.0.0/8 or ::1.
     public var isLoopback: Bool {
         switch self {
         case .ipv4(let a, _): a >> 24 == 127
-        case .ipv6Loopback: true
+        case .ipv6(let high, let low, _, _): high == 0 && low == 1
         }
     }
 
+    /// Whether this is an IPv6 address (so its socket is AF_INET6).
+    public var isIPv6: Bool { if case .ipv6 = self { true } else { false } }
+
+    /// The socket family: AF_INET or AF_INET6.
+    public var family: Int32 { isIPv6 ? AF_INET6 : AF_INET }
+
     public var port: UInt16 {
-        switch self { case .ipv4(_, let p), .ipv6Loopback(let p): p }
+        switch self { case .ipv4(_, let p), .ipv6(_, _, let p, _): p }
+    }
+
+    /// The same address with another port.
+    public func with(port: UInt16) -> SocketAddress {
+        switch self {
+        case .ipv4(let a, _): .ipv4(a, port: port)
+        case .ipv6(let h, let l, _, let s): .ipv6(high: h, low: l, port: port, scopeID: s)
+        }
+    }
+
+    /// The address without its port, as a URL host would write it (IPv6 without brackets).
+    public var hostText: String {
+        switch self {
+        case .ipv4(let a, _): return "\(a >> 24).\((a >> 16) & 255).\((a >> 8) & 255).\(a & 255)"
+        case .ipv6(let h, let l, _, let scope):
+            var text = [CChar](repeating: 0, count: 64)
+            var bytes = ipv6Bytes(high: h, low: l)
+            _ = bytes.withUnsafeMutableBytes { b in text.withUnsafeMutableBufferPointer { inet_ntop(AF_INET6, b.baseAddress, $0.baseAddress, 64) } }
+            let s = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            return scope == 0 ? s : "\(s)%\(scope)"
+        }
     }
 
     public var description: String {
         switch self {
-        case .ipv4(let a, let p): "\(a >> 24).\((a >> 16) & 255).\((a >> 8) & 255).\(a & 255):\(p)"
-        case .ipv6Loopback(let p): "[::1]:\(p)"
+        case .ipv4(_, let p): "\(hostText):\(p)"
+        case .ipv6(_, _, let p, _): "[\(hostText)]:\(p)"
         }
     }
+
+    /// Connects `fd` (a blocking socket) to this address: 0, or -1 with errno set.
+    public func connectBlocking(_ fd: Int32) -> Int32 { withSockaddr(fd: fd, bind: false) }
+
+    /// Connects (or binds, when `bind`) `fd` to this address through the C shim; 0 or -1 with errno.
+    func withSockaddr(fd: Int32, bind: Bool) -> Int32 {
+        switch self {
+        case .ipv4(let a, let p): return bind ? cs_bind_ipv4(fd, a.bigEndian, p) : cs_connect_ipv4(fd, a.bigEndian, p)
+        case .ipv6(let h, let l, let p, let scope):
+            var bytes = ipv6Bytes(high: h, low: l)
+            return bytes.withUnsafeMutableBytes { b in
+                bind ? cs_bind_ipv6(fd, b.baseAddress, p, scope) : cs_connect_ipv6(fd, b.baseAddress, p, scope)
+            }
+        }
+    }
+}
+
+/// The 16 network-order bytes of an IPv6 address kept as two host-order halves.
+func ipv6Bytes(high: UInt64, low: UInt64) -> [UInt8] {
+    var out = [UInt8](repeating: 0, count: 16)
+    for i in 0..<8 {
+        out[i] = UInt8(truncatingIfNeeded: high >> (56 - 8 * UInt64(i)))
+        out[8 + i] = UInt8(truncatingIfNeeded: low >> (56 - 8 * UInt64(i)))
+    }
+    return out
+}
+
+/// Parses an IPv6 literal with inet_pton (brackets and a `%scope` suffix, an interface name or
+/// number, allowed); nil when it is not one.
+public func parseIPv6(_ text: String) -> (high: UInt64, low: UInt64, scopeID: UInt32)? {
+    var s = Substring(text)
+    if s.hasPrefix("[") && s.hasSuffix("]") { s = s.dropFirst().dropLast() }
+    guard s.contains(":") else { return nil }
+    var scopeID: UInt32 = 0
+    if let percent = s.firstIndex(of: "%") {
+        let scope = String(s[s.index(after: percent)...])
+        s = s[..<percent]
+        if let n = UInt32(scope) { scopeID = n } else {
+            scopeID = if_nametoindex(scope)
+            guard scopeID != 0 else { return nil }
+        }
+    }
+    var bytes = [UInt8](repeating: 0, count: 16)
+    let ok = bytes.withUnsafeMutableBytes { inet_pton(AF_INET6, String(s), $0.baseAddress) }
+    guard ok == 1 else { return nil }
+    var high: UInt64 = 0, low: UInt64 = 0
+    for i in 0..<8 { high = high << 8 | UInt64(bytes[i]); low = low << 8 | UInt64(bytes[8 + i]) }
+    return (high, low, scopeID)
 }
 
 /// Parses a dotted quad "a.b.c.d" (four parts of 1 to 3 ASCII digits, each 0 to 255) into a
