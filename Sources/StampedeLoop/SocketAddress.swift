@@ -69,6 +69,15 @@ public enum SocketAddress: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// 0 when a TCP socket can bind to this address with port 0 (so it is an address of this
+    /// machine), else the errno (EADDRNOTAVAIL for an address that is not local).
+    public var localBindError: Int32 {
+        let fd = cs_socket_tcp(family)
+        guard fd >= 0 else { return cs_errno() }
+        defer { close(fd) }
+        return with(port: 0).withSockaddr(fd: fd, bind: true) == 0 ? 0 : cs_errno()
+    }
+
     /// Connects `fd` (a blocking socket) to this address: 0, or -1 with errno set.
     public func connectBlocking(_ fd: Int32) -> Int32 { withSockaddr(fd: fd, bind: false) }
 

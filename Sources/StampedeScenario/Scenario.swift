@@ -30,8 +30,10 @@ public struct Scenario: Sendable, Equatable {
     public var subprotocol: String?
     /// Largest WebSocket message accepted before the connection is failed with 1009.
     public var maxMessageBytes: Int
-    /// Loopback source addresses to spread connections over (beyond ~28k per address).
+    /// Local source addresses (IPv4 or IPv6) to spread connections over (beyond ~28k per address).
     public var sourceAddresses: [String]
+    /// Which of the target name's addresses the clients use (`resolve`).
+    public var resolve: ResolvePolicy = .first
     /// Hub workloads only: transports, protocol and the calls each client makes.
     public var hub: HubSpec?
     /// Timed events during the message phase (connection storms), in time order.
@@ -73,13 +75,26 @@ public struct Scenario: Sendable, Equatable {
     }
 }
 
-/// Where the load goes. Only loopback addresses are accepted (see `ScenarioLoader`).
+/// Which of the addresses a target's host name resolves to the clients connect to; client `i`
+/// uses address `i` modulo the chosen list.
+public enum ResolvePolicy: String, Sendable, Equatable, CaseIterable {
+    /// Only the first address the resolver returns.
+    case first
+    /// Every address, IPv4 and IPv6, in the resolver's order.
+    case all
+    /// Every IPv4 address.
+    case ipv4
+    /// Every IPv6 address.
+    case ipv6
+}
+
+/// Where the load goes: the embedded server, or a host name, IPv4 or IPv6 literal the user names.
 public enum Target: Sendable, Equatable, CustomStringConvertible {
     /// The reference server, started in the same process on its own event loop.
     case embedded
-    /// `ws://host:port/path` on a loopback address.
+    /// `ws://host:port/path`.
     case webSocket(url: WebSocketURL)
-    /// `http://host:port/path` on a loopback address: a SignalR hub's base URL.
+    /// `http://host:port/path`: a SignalR hub's or a REST API's base URL.
     case http(url: WebSocketURL)
 
     /// "embedded" or the URL, as a user would write it.
@@ -92,7 +107,7 @@ public enum Target: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// A parsed `ws://` URL whose host is a loopback literal or `localhost`.
+/// A parsed `ws://` (or `http://`) URL: a host name, an IPv4 literal or an IPv6 literal.
 public struct WebSocketURL: Sendable, Equatable, CustomStringConvertible {
     /// Host as written (`127.0.0.1`, `localhost`, `[::1]` is stored as `::1`).
     public var host: String

@@ -1,4 +1,5 @@
 import Yams
+import Glibc
 
 /// Headers the WebSocket handshake writes itself (a second copy would make the request invalid),
 /// lowercased, with a hint to append to the error.
@@ -51,16 +52,19 @@ extension Reader {
         guard case .sequence(let sequence) = node else {
             throw error(
                 at: node, field: "source_addresses",
-                "expected a list of IPv4 loopback addresses like [127.0.0.1, 127.0.0.2], got \(describe(node))")
+                "expected a list of local IPv4 or IPv6 addresses like [127.0.0.1, 127.0.0.2], got \(describe(node))")
         }
         var addresses: [String] = []
         var seen: [String: Int] = [:]
         for (index, item) in sequence.enumerated() {
             let field = "source_addresses[\(index)]"
-            guard case .scalar(let scalar) = item, let octets = parseIPv4(scalar.string), octets[0] == 127 else {
-                throw error(at: item, field: field, "expected an IPv4 loopback address (127.0.0.0/8), got \(describe(item))")
+            guard case .scalar(let scalar) = item, parseIPv4(scalar.string) != nil || isIPv6Literal(scalar.string) else {
+                throw error(at: item, field: field, "expected a local IPv4 or IPv6 address, got \(describe(item))")
             }
             let address = scalar.string
+            if let problem = localAddressProblem(address) {
+                throw error(at: item, field: field, "\(address) is not an address of this machine (\(problem)): a source address must be local")
+            }
             if let line = seen[address] {
                 throw error(at: item, field: field, "address \(address) is already listed at line \(line)")
             }
@@ -69,4 +73,19 @@ extension Reader {
         }
         return addresses
     }
+}
+
+/// Why binding a TCP socket to `address` (an IPv4 or IPv6 literal), port 0, fails, or nil when it
+/// works: the test the kernel applies to a connection's source address, made once at validation.
+func localAddressProblem(_ address: String) -> String? {
+    var hints = addrinfo()
+    hints.ai_flags = AI_NUMERICHOST
+    hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+    var list: UnsafeMutablePointer<addrinfo>?
+    guard getaddrinfo(address, "0", &hints, &list) == 0, let info = list else { return "not an address" }
+    defer { freeaddrinfo(list) }
+    let fd = socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard fd >= 0 else { return String(cString: strerror(errno)) }
+    defer { close(fd) }
+    return bind(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 ? nil : String(cString: strerror(errno))
 }

@@ -3,7 +3,7 @@ import Yams
 enum Keys {
     static let topLevel = [
         "name", "target", "workload", "clients", "connect_rate", "duration", "message", "load_model", "think_time",
-        "seed", "drain", "connect_timeout", "headers", "subprotocol", "max_message_size", "source_addresses", "hub",
+        "seed", "drain", "connect_timeout", "headers", "subprotocol", "max_message_size", "source_addresses", "resolve", "hub",
         "events", "reconnect", "heartbeat", "while_disconnected", "target_admin", "rest",
     ]
     static let rest = [

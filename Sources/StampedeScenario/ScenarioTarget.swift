@@ -5,9 +5,6 @@ struct TargetProblem: Error {
     init(_ message: String) { self.message = message }
 }
 
-private let loopbackOnly =
-    "target must be a loopback address (127.0.0.0/8, ::1 or localhost): Stampede only sends load to this machine"
-
 func parseTarget(_ text: String) -> Result<Target, TargetProblem> {
     if text == "embedded" { return .success(.embedded) }
     guard let schemeEnd = text.range(of: "://") else {
@@ -43,6 +40,9 @@ func parseTarget(_ text: String) -> Result<Target, TargetProblem> {
             return .failure(TargetProblem("missing ']' after the IPv6 address in the target URL"))
         }
         host = authority[authority.index(after: authority.startIndex)..<close]
+        guard isIPv6Literal(String(host)) else {
+            return .failure(TargetProblem("'[\(host)]' is not an IPv6 address (zone ids like %eth0 are not supported)"))
+        }
         let afterHost = authority[authority.index(after: close)...]
         if afterHost.hasPrefix(":") {
             portText = afterHost.dropFirst()
@@ -71,10 +71,8 @@ func parseTarget(_ text: String) -> Result<Target, TargetProblem> {
         port = value
     }
 
-    let isLoopback =
-        host.lowercased() == "localhost" || host == "::1" || parseIPv4(String(host)).map { $0[0] == 127 } == true
-    guard isLoopback else {
-        return .failure(TargetProblem(loopbackOnly))
+    if !authority.hasPrefix("["), let problem = hostNameProblem(String(host)) {
+        return .failure(TargetProblem(problem))
     }
 
     if path.isEmpty {
@@ -88,6 +86,33 @@ func parseTarget(_ text: String) -> Result<Target, TargetProblem> {
     }
     let url = WebSocketURL(host: String(host), port: port, path: path)
     return .success(scheme == "http" ? .http(url: url) : .webSocket(url: url))
+}
+
+/// Why `host` (not bracketed) is neither a dotted-quad IPv4 address nor a DNS host name, or nil.
+/// Digits-and-dots hosts must be exact dotted quads: "0127.0.0.1" or "127.1" name different
+/// addresses to different parsers, and a resolver would read them as one of those.
+func hostNameProblem(_ host: String) -> String? {
+    if host.allSatisfy({ $0.isASCIIDigit || $0 == "." }) {
+        return parseIPv4(host) == nil ? "'\(host)' is not an IPv4 address: write four numbers from 0 to 255 without leading zeros" : nil
+    }
+    // RFC 1123 section 2.1 host names: labels of letters, digits and hyphens, at most 63 bytes
+    // each and 253 in all; underscores are common in internal names, so they are let through.
+    let labels = host.split(separator: ".", omittingEmptySubsequences: false)
+    let labelsOK = labels.enumerated().allSatisfy { i, label in
+        (label.isEmpty && i == labels.count - 1 && i > 0)  // a trailing dot (an absolute name)
+            || ((1...63).contains(label.utf8.count) && label.first != "-" && label.last != "-"
+                && label.allSatisfy { ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "-" || $0 == "_" })
+    }
+    guard host.utf8.count <= 253, labelsOK else {
+        return "'\(host)' is not a host name: use letters, digits, '-' and '.' (IPv6 addresses go in brackets)"
+    }
+    return nil
+}
+
+/// Whether `text` is an IPv6 address (no zone) as inet_pton reads it.
+func isIPv6Literal(_ text: String) -> Bool {
+    var bytes = [UInt8](repeating: 0, count: 16)
+    return text.contains(":") && bytes.withUnsafeMutableBytes { inet_pton(AF_INET6, text, $0.baseAddress) } == 1
 }
 
 /// Dotted-quad IPv4 with no leading zeros (so "0127" can't be misread as octal).
@@ -105,8 +130,7 @@ func parseIPv4(_ text: String) -> [UInt8]? {
 }
 
 extension ScenarioLoader {
-    /// Parses a target exactly as the `target` field is parsed (used for `--target` overrides),
-    /// with the same loopback-only rule.
+    /// Parses a target exactly as the `target` field is parsed (used for `--target` overrides).
     public static func parseTarget(_ text: String) -> Result<Target, TargetError> {
         switch StampedeScenario.parseTarget(text) {
         case .success(let t): .success(t)

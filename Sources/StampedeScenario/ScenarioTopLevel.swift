@@ -136,6 +136,9 @@ extension Reader {
             drainSeconds: drain, connectTimeoutSeconds: connectTimeout, headers: headers, subprotocol: subprotocol,
             maxMessageBytes: maxMessageBytes, sourceAddresses: sourceAddresses, hub: hub)
         scenario.rest = rest
+        if let node = fields["resolve"] {
+            scenario.resolve = try choice(node, field: "resolve")
+        }
         if let node = fields["reconnect"] {
             guard workload == .chat else {
                 throw error(at: node, field: "reconnect", workload == .hub ? "hub clients take their policy from 'hub.reconnect'"
@@ -174,7 +177,10 @@ extension Reader {
     /// `target_admin: http://127.0.0.1:9100`, loopback only.
     private func adminEndpoint(_ node: Node) throws(ScenarioError) -> AdminEndpoint {
         let text = try string(node, field: "target_admin", expecting: "the admin URL of 'stampede serve --admin-port', like http://127.0.0.1:9100")
-        guard case .success(let target) = parseTarget(text), case .http(let url) = target, url.path == "/" || url.path.isEmpty else {
+        guard case .success(let target) = parseTarget(text), case .http(let url) = target, url.path == "/" || url.path.isEmpty,
+              // The admin switch only ever listens on loopback (`serve --admin-port`): faults are sent nowhere else.
+              url.host.lowercased() == "localhost" || url.host == "::1" || parseIPv4(url.host).map({ $0[0] == 127 }) == true
+        else {
             throw error(at: node, field: "target_admin", "expected a loopback URL like http://127.0.0.1:9100 (no path), got \(describe(node))")
         }
         return AdminEndpoint(host: url.host, port: url.port)

@@ -47,11 +47,13 @@ public struct WebSocketEndpoint: Sendable {
     public var closeTimeoutNs: UInt64
     public var maxMessageBytes: Int
     /// Host-order IPv4 source addresses to spread connections over; empty = kernel's choice.
-    public var sourceAddresses: [UInt32]
+    public var sourceAddresses: [SocketAddress]
+    /// Every address of the target (client `i` connects to `addresses[i % count]`); empty means `address` alone.
+    public var addresses: [SocketAddress] = []
 
     public init(address: SocketAddress, host: String, path: String, subprotocol: String? = nil, headers: [(String, String)] = [],
                 connectTimeoutNs: UInt64 = 10_000_000_000, upgradeTimeoutNs: UInt64 = 10_000_000_000,
-                closeTimeoutNs: UInt64 = 2_000_000_000, maxMessageBytes: Int = 1 << 20, sourceAddresses: [UInt32] = []) {
+                closeTimeoutNs: UInt64 = 2_000_000_000, maxMessageBytes: Int = 1 << 20, sourceAddresses: [SocketAddress] = []) {
         self.address = address; self.host = host; self.path = path; self.subprotocol = subprotocol; self.headers = headers
         self.connectTimeoutNs = connectTimeoutNs; self.upgradeTimeoutNs = upgradeTimeoutNs; self.closeTimeoutNs = closeTimeoutNs
         self.maxMessageBytes = maxMessageBytes; self.sourceAddresses = sourceAddresses
@@ -139,7 +141,8 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
         metrics.count(.connectAttempts)
         let source = endpoint.sourceAddresses.isEmpty ? nil : endpoint.sourceAddresses[client % endpoint.sourceAddresses.count]
         clients[client].connectStartNs = EventLoop.now()
-        switch loop.connect(to: endpoint.address, from: source, timeoutNs: endpoint.connectTimeoutNs) {
+        let target = endpoint.addresses.isEmpty ? endpoint.address : endpoint.addresses[client % endpoint.addresses.count]
+        switch loop.connect(to: target, fromAddress: source, timeoutNs: endpoint.connectTimeoutNs) {
         case .failure(let error):
             carryOut(client, clients[client].session.connectFailed(errno: error.errno))
         case .success(let id):

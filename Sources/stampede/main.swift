@@ -74,7 +74,7 @@ struct Run: ParsableCommand {
     @Option(help: "Folder to write results into (created if needed; checked before the run starts).")
     var results: String = "results"
 
-    @Option(help: "Override the scenario's target ('embedded', or a loopback ws:// URL for chat, http:// for hub and REST).")
+    @Option(help: "Override the scenario's target ('embedded', or a ws:// URL for chat, http:// for hub and REST).")
     var target: String?
 
     @Option(help: "Override the number of clients (1 to 1,000,000).")
@@ -155,7 +155,7 @@ struct Serve: ParsableCommand {
               curl -X POST 'http://127.0.0.1:9100/fault/drop?mode=reset'
             """)
 
-    @Option(help: "Loopback address to listen on.")
+    @Option(help: "Local IPv4 or IPv6 address to listen on (127.0.0.1, ::1, or an address of this machine).")
     var host: String = "127.0.0.1"
 
     @Option(help: "Port (0 picks a free one).")
@@ -214,9 +214,16 @@ struct Serve: ParsableCommand {
     }
 
     func run() throws {
-        guard let v4 = parseIPv4(host), v4 >> 24 == 127 else {
-            throw ValidationError("--host must be a 127.x.x.x loopback address")
+        // Any local address: binding tells whether it is one (the error names the address).
+        guard let listenAddress = SocketAddress(host: host, port: 0), host != "localhost" else {
+            throw ValidationError("--host must be an IPv4 or IPv6 address of this machine (like 127.0.0.1, ::1 or 10.0.0.5), got '\(host)'")
         }
+        let bindError = listenAddress.localBindError
+        guard bindError == 0 else {
+            throw ValidationError("--host \(host) is not an address of this machine (\(String(cString: strerror(bindError))))")
+        }
+        let at = listenAddress.with(port: UInt16(clamping: port))
+        let shownHost = listenAddress.isIPv6 ? "[\(listenAddress.hostText)]" : listenAddress.hostText
         if let p = adminPort, !(0...65535).contains(p) { throw ValidationError("--admin-port must be from 0 to 65535") }
         var restSettings = try restConfiguration()
         let limits = try serverLimits()
@@ -231,16 +238,16 @@ struct Serve: ParsableCommand {
             loop = try EventLoop(index: 0)
             if var configuration = restSettings {
                 configuration.path = path
-                restServer = try RestServer(loop: loop, address: .ipv4(v4, port: UInt16(clamping: port)), configuration: configuration)
+                restServer = try RestServer(loop: loop, address: at, configuration: configuration)
             } else if hub {
                 var configuration = HubServer.Configuration()
                 configuration.limits = limits
-                hubServer = try HubServer(loop: loop, address: .ipv4(v4, port: UInt16(clamping: port)), path: path, configuration: configuration)
+                hubServer = try HubServer(loop: loop, address: at, path: path, configuration: configuration)
             } else {
-                chatServer = try ChatServer(loop: loop, address: .ipv4(v4, port: UInt16(clamping: port)), path: path, limits: limits)
+                chatServer = try ChatServer(loop: loop, address: at, path: path, limits: limits)
             }
         } catch {
-            FileHandle.standardError.write(Data("error: cannot listen on \(host):\(port): \(error)\n".utf8))
+            FileHandle.standardError.write(Data("error: cannot listen on \(at): \(error)\n".utf8))
             throw ExitCode(ExitStatus.runFailed)
         }
         var admin: TargetAdmin?
@@ -256,11 +263,11 @@ struct Serve: ParsableCommand {
         }
         loop.start(name: "stampede-serve")
         if let restServer {
-            print("listening on http://\(host):\(restServer.port)\(path) (REST)")
+            print("listening on http://\(shownHost):\(restServer.port)\(path) (REST)")
         } else if let hubServer {
-            print("listening on http://\(host):\(hubServer.port)\(path) (SignalR hub)")
+            print("listening on http://\(shownHost):\(hubServer.port)\(path) (SignalR hub)")
         } else if let chatServer {
-            print("listening on ws://\(host):\(chatServer.port)\(path)")
+            print("listening on ws://\(shownHost):\(chatServer.port)\(path)")
         }
         if let admin { print("admin on http://127.0.0.1:\(admin.port)") }
         fflush(nil)

@@ -75,7 +75,7 @@ struct BadInputTests {
         ("--duration", "nan", "expected a duration"),
         ("--duration", "1e300", "at most 168h"),
         ("--duration", "1e-12", "at least 1ms"),
-        ("--target", "ws://10.0.0.1/chat", "loopback"),
+        ("--target", "ws://10.0.0.01/chat", "not an IPv4 address"),
     ])
     func commandLineValuesMeetTheChecksOfTheirFields(flag: String, value: String, message: String) throws {
         let text = try #require(rejection("#\(flag) \(value)\n" + Self.chat))

@@ -38,11 +38,12 @@ struct CommandLineTests {
         #expect(r.stderr.contains("clients"))
     }
 
-    @Test func nonLoopbackTargetOverrideIsRefused() throws {
+    @Test func malformedTargetOverrideIsRefused() throws {
+        // Refused before any connection: nothing is sent anywhere.
         let r = try runProcess(stampedeBinary.path, ["run", repositoryRoot.appendingPathComponent("scenarios/chat-broadcast.yaml").path,
-                                                     "--target", "ws://10.0.0.1:80/chat"], timeout: 60)
+                                                     "--target", "ws://0127.0.0.1:80/chat"], timeout: 60)
         #expect(r.status == 2)
-        #expect(r.stderr.contains("loopback"))
+        #expect(r.stderr.contains("not an IPv4 address"))
     }
 
     @Test func unreachableTargetExitsNonZeroAndStillWritesResults() throws {

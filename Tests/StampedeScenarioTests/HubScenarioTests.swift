@@ -211,8 +211,8 @@ func hubAcceptsLoopbackHttpTargets(url: String, host: String, port: Int, path: S
 }
 
 @Test(arguments: [
-    ("http://10.0.0.1/hub", "target must be a loopback address (127.0.0.0/8, ::1 or localhost): Stampede only sends load to this machine"),
-    ("http://example.com/hub", "target must be a loopback address (127.0.0.0/8, ::1 or localhost): Stampede only sends load to this machine"),
+    ("http://10.0.0.01/hub", "'10.0.0.01' is not an IPv4 address: write four numbers from 0 to 255 without leading zeros"),
+    ("http://exa mple.com/hub", "'exa mple.com' is not a host name: use letters, digits, '-' and '.' (IPv6 addresses go in brackets)"),
     ("https://127.0.0.1/hub", "https:// (TLS) is not supported: use an http:// URL"),
     ("http://127.0.0.1:99999/", "expected a port from 1 to 65535 in the target URL, got '99999'"),
     ("http://127.0.0.1/hub#x", "a target URL cannot have a fragment ('#...')"),

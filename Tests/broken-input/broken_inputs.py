@@ -58,9 +58,9 @@ for v in ["-1", "1.5", "abc"]:
 case(CHAT, "load_model", "half")
 case(CHAT, "workload", "ftp")
 case(CHAT, "target", "http://127.0.0.1:5000/hub")
-case(CHAT, "target", "ws://10.1.2.3:80/chat")
+case(CHAT, "target", "ws://10.1.2.03:80/chat")  # malformed: refused before any traffic
 case(CHAT, "target", "ws://127.0.0.1:99999/chat")
-case(CHAT, "source_addresses", "[10.0.0.1]")
+case(CHAT, "source_addresses", "[198.51.100.7]")  # TEST-NET-2: not an address of this machine
 case(CHAT, "source_addresses", "[127.0.0.1, 127.0.0.1]")
 case(CHAT, "headers", "{Host: x}", "headers.Host")
 case(CHAT, "heartbeat", "{ping_interval: 1.0e-9}", "heartbeat.ping_interval")
@@ -131,7 +131,7 @@ FILES = [
 FLAGS = [(["--clients", v], "--clients") for v in ["0", "-1", "abc", "1e-10", "2000000", "nan", ""]]
 FLAGS += [(["--duration", v], "--duration") for v in ["nan", "0", "-5", "1e300", "1e-12", "10ns", "inf", "200h", "abc", ""]]
 FLAGS += [(["--loops", v], "--loops") for v in ["0", "300", "abc", "-1", "1e3"]]
-FLAGS += [(["--target", v], "--target") for v in ["ws://10.0.0.1/chat", "http://127.0.0.1:1/hub", "ftp://x", ""]]
+FLAGS += [(["--target", v], "--target") for v in ["ws://10.0.0.01/chat", "http://127.0.0.1:1/hub", "ftp://x", ""]]
 FLAGS += [(["--results", "/proc/stampede-no"], "--results"), (["--results", "/dev/null/x"], "--results")]
 FLAGS += [(["--bogus"], "--bogus"), (["--clients"], "--clients"), (["extra-positional"], "extra-positional")]
 FLAGS += [(["--duration", "1"], "events[0].at")]  # the scenario has an event at 1.5 s: the override moves the end before it
@@ -139,7 +139,7 @@ FLAGS += [(["--duration", "1"], "events[0].at")]  # the scenario has an event at
 # Other subcommands' flags: (full argument list, text the message must contain).
 OTHER = [(["serve", "--port", v, "--max-seconds", "1"], "--port") for v in ["-1", "70000", "abc"]]
 OTHER += [(["serve", "--max-seconds", v], "--max-seconds") for v in ["nan", "-1", "1e300"]]
-OTHER += [(["serve", "--host", "10.0.0.1", "--max-seconds", "1"], "--host"), (["serve", "--rest", "--change-rate", "nan", "--max-seconds", "1"], "--change-rate"),
+OTHER += [(["serve", "--host", "198.51.100.7", "--max-seconds", "1"], "--host"), (["serve", "--rest", "--change-rate", "nan", "--max-seconds", "1"], "--change-rate"),
           (["serve", "--rest", "--body-size", "-1", "--max-seconds", "1"], "--body-size"), (["serve", "--hub", "--rest", "--max-seconds", "1"], "--rest"),
           (["serve", "--admin-port", "70000", "--max-seconds", "1"], "--admin-port"), (["autobahn", "--port", "0"], "--port"),
           (["validate"], "files")]

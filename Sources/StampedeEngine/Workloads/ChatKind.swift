@@ -16,20 +16,22 @@ struct ChatKind: WorkloadKind {
     func serveArguments(_ scenario: Scenario) throws(RunSetupError) -> (arguments: [String], environment: [String: String]) { ([], [:]) }
 
     func embeddedEndpoint(_ scenario: Scenario, address: SocketAddress, port: Int) -> ClientEndpoint {
-        endpoint(scenario, address: address, host: "127.0.0.1", path: "/chat")
+        endpoint(scenario, addresses: [address], host: "127.0.0.1", path: "/chat")
     }
 
     func targetEndpoint(_ scenario: Scenario) throws(RunSetupError) -> ClientEndpoint {
         guard case .webSocket(let url) = scenario.target else { throw RunSetupError("the chat workload cannot use target \(scenario.target)") }
-        return endpoint(scenario, address: try scenario.address(host: url.host, port: url.port), host: url.host, path: url.path)
+        return endpoint(scenario, addresses: try scenario.addresses(host: url.host, port: url.port), host: url.host, path: url.path)
     }
 
-    func endpoint(_ s: Scenario, address: SocketAddress, host: String, path: String) -> ClientEndpoint {
+    func endpoint(_ s: Scenario, addresses: [SocketAddress], host: String, path: String) -> ClientEndpoint {
         let connectNs = nanoseconds(s.connectTimeoutSeconds)
-        return .webSocket(WebSocketEndpoint(address: address, host: host, path: path, subprotocol: s.subprotocol,
+        var endpoint = WebSocketEndpoint(address: addresses[0], host: host, path: path, subprotocol: s.subprotocol,
                                             headers: s.headers.map { ($0.name, $0.value) },
                                             connectTimeoutNs: connectNs, upgradeTimeoutNs: connectNs,
-                                            maxMessageBytes: s.maxMessageBytes, sourceAddresses: s.sourceAddressValues))
+                                            maxMessageBytes: s.maxMessageBytes, sourceAddresses: s.sourceAddressValues)
+        endpoint.addresses = addresses
+        return .webSocket(endpoint)
     }
 
     func makeClients(_ setup: LoopClientsSetup) throws(RunSetupError) -> any LoopWorkload {

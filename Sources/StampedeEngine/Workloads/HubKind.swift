@@ -23,18 +23,18 @@ struct HubKind: WorkloadKind {
     func serveArguments(_ scenario: Scenario) throws(RunSetupError) -> (arguments: [String], environment: [String: String]) { (["--hub"], [:]) }
 
     func embeddedEndpoint(_ scenario: Scenario, address: SocketAddress, port: Int) -> ClientEndpoint {
-        .hub(address: address, base: HubURL(host: "127.0.0.1", port: port, path: "/hub", query: ""))
+        .hub(addresses: [address], base: HubURL(host: "127.0.0.1", port: port, path: "/hub", query: ""))
     }
 
     func targetEndpoint(_ scenario: Scenario) throws(RunSetupError) -> ClientEndpoint {
         guard case .http(let url) = scenario.target else { throw RunSetupError("the hub workload cannot use target \(scenario.target)") }
         let parts = url.path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
-        return .hub(address: try scenario.address(host: url.host, port: url.port),
+        return .hub(addresses: try scenario.addresses(host: url.host, port: url.port),
                     base: HubURL(host: url.host, port: url.port, path: String(parts[0]), query: parts.count > 1 ? String(parts[1]) : ""))
     }
 
     func makeClients(_ setup: LoopClientsSetup) throws(RunSetupError) -> any LoopWorkload {
-        guard case .hub(let address, let base) = setup.endpoint else { throw RunSetupError("the hub workload needs a hub endpoint") }
+        guard case .hub(let addresses, let base) = setup.endpoint else { throw RunSetupError("the hub workload needs a hub endpoint") }
         let s = setup.scenario
         let spec = s.hub ?? HubSpec()
         var plan = HubPlan(totalClients: s.clients, globalIndices: setup.clients, connectRate: s.connectRate,
@@ -44,6 +44,8 @@ struct HubKind: WorkloadKind {
                            connectTimeoutNs: nanoseconds(s.connectTimeoutSeconds), maxMessageBytes: s.maxMessageBytes,
                            sourceAddresses: s.sourceAddressValues, runTag: s.name)
         plan.whileDisconnected = s.whileDisconnected
+        plan.addresses = addresses
+        let address = addresses[0]
         plan.seed = s.seed
         switch spec.protocolKind {
         case .json: return HubClients<JSONHubProtocol>(loop: setup.loop, plan: plan, address: address, random: setup.random)

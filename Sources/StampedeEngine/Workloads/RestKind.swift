@@ -40,25 +40,26 @@ struct RestKind: WorkloadKind {
     }
 
     func embeddedEndpoint(_ scenario: Scenario, address: SocketAddress, port: Int) -> ClientEndpoint {
-        .rest(address: address, host: "127.0.0.1", port: port, basePath: "/api")
+        .rest(addresses: [address], host: "127.0.0.1", port: port, basePath: "/api")
     }
 
     func targetEndpoint(_ scenario: Scenario) throws(RunSetupError) -> ClientEndpoint {
         guard case .http(let url) = scenario.target else { throw RunSetupError("the rest workload cannot use target \(scenario.target)") }
         // The resources' paths follow the target's path ("http://127.0.0.1:8080/api" + "/items").
         let base = url.path == "/" ? "" : String(url.path.hasSuffix("/") ? url.path.dropLast() : Substring(url.path))
-        return .rest(address: try scenario.address(host: url.host, port: url.port), host: url.host, port: url.port, basePath: base)
+        return .rest(addresses: try scenario.addresses(host: url.host, port: url.port), host: url.host, port: url.port, basePath: base)
     }
 
     func makeClients(_ setup: LoopClientsSetup) throws(RunSetupError) -> any LoopWorkload {
-        guard case .rest(let address, let host, let port, let basePath) = setup.endpoint else {
+        guard case .rest(let addresses, let host, let port, let basePath) = setup.endpoint else {
             throw RunSetupError("the rest workload needs a REST endpoint")
         }
         let s = setup.scenario
         var plan = RestPlan(totalClients: s.clients, globalIndices: setup.clients, connectRate: s.connectRate,
-                            spec: s.rest ?? RestSpec(), address: address, host: host, port: port, basePath: basePath,
+                            spec: s.rest ?? RestSpec(), address: addresses[0], host: host, port: port, basePath: basePath,
                             token: setup.token, extraHeaderLines: setup.headerLines, connectTimeoutNs: nanoseconds(s.connectTimeoutSeconds),
                             sourceAddresses: s.sourceAddressValues)
+        plan.addresses = addresses
         plan.loadModel = s.loadModel
         plan.thinkTimeNs = nanoseconds(s.thinkTimeSeconds)
         return RestClients(loop: setup.loop, plan: plan, random: setup.random)

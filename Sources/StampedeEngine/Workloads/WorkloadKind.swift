@@ -52,9 +52,9 @@ enum WorkloadKinds {
 /// Where the clients connect, in the form their workload takes it.
 enum ClientEndpoint {
     case webSocket(WebSocketEndpoint)
-    case hub(address: SocketAddress, base: HubURL)
+    case hub(addresses: [SocketAddress], base: HubURL)
     /// A REST API: where to connect, the Host header's host and port, and the base path.
-    case rest(address: SocketAddress, host: String, port: Int, basePath: String)
+    case rest(addresses: [SocketAddress], host: String, port: Int, basePath: String)
 }
 
 /// What every workload's clients of one loop are made from.
@@ -72,12 +72,12 @@ struct LoopClientsSetup {
 }
 
 extension Scenario {
-    /// Host-order source addresses to spread connections over (`source_addresses`).
-    var sourceAddressValues: [UInt32] { sourceAddresses.compactMap(parseIPv4) }
-    /// The resolved target address, or a setup error naming it.
-    func address(host: String, port: Int) throws(RunSetupError) -> SocketAddress {
-        guard let address = SocketAddress(host: host, port: port) else { throw RunSetupError("cannot use target address \(target)") }
-        return address
+    /// Source addresses to spread connections over (`source_addresses`, IPv4 or IPv6).
+    var sourceAddressValues: [SocketAddress] { sourceAddresses.compactMap { SocketAddress(host: $0, port: 0) } }
+    /// The target's addresses, resolved once (names through getaddrinfo) and chosen by `resolve`;
+    /// client `i` connects to address `i` modulo the list. A setup error names a host that does not resolve.
+    func addresses(host: String, port: Int) throws(RunSetupError) -> [SocketAddress] {
+        try TargetResolver.addresses(host: host, port: port, policy: resolve)
     }
     /// The embedded server on loopback, port chosen by the kernel.
     static var embeddedListenAddress: SocketAddress { .ipv4(0x7F00_0001, port: 0) }

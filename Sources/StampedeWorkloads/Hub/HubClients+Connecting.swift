@@ -14,7 +14,8 @@ extension HubClients {
     /// Starts (or restarts) a client: negotiate unless skipped, then the transport.
     func start(_ k: Int) {
         clients[k].epoch &+= 1
-        clients[k].endpoint.restart(base: plan.base, address: address, hostHeader: hostHeader)
+        clients[k].endpoint.restart(base: plan.base, address: plan.addresses.isEmpty ? address : plan.addresses[k % plan.addresses.count],
+                                    hostHeader: hostHeader)
         clients[k].connections.restart()
         sessions[k] = makeSession(k)
         clients[k].phaseStartNs = EventLoop.now()
@@ -58,7 +59,7 @@ extension HubClients {
 
     func connect(_ k: Int) -> Result<ConnectionID, LoopError> {
         let source = plan.sourceAddresses.isEmpty ? nil : plan.sourceAddresses[k % plan.sourceAddresses.count]
-        return loop.connect(to: clients[k].endpoint.address, from: source, timeoutNs: plan.connectTimeoutNs)
+        return loop.connect(to: clients[k].endpoint.address, fromAddress: source, timeoutNs: plan.connectTimeoutNs)
     }
 
     func bind(_ id: ConnectionID, _ k: Int, _ role: HubConnections.Role) {

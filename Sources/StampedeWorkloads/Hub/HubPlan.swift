@@ -23,7 +23,9 @@ public struct HubPlan: Sendable {
     public var extraHeaderLines: [UInt8]
     public var connectTimeoutNs: UInt64
     public var maxMessageBytes: Int
-    public var sourceAddresses: [UInt32]
+    public var sourceAddresses: [SocketAddress]
+    /// Every address of the target (client `k` connects to `addresses[k % count]`); empty means the clients' one address.
+    public var addresses: [SocketAddress] = []
     public var runTag: String
     /// Open model: what happens to calls that fall due while a client is reconnecting (waiting
     /// for its reconnect delay, or restarting: negotiate, transport, handshake, join). A stateful
@@ -40,7 +42,7 @@ public struct HubPlan: Sendable {
 
     public init(totalClients: Int, globalIndices: [Int], connectRate: Double, loadModel: LoadModel, totalRate: Double,
                 thinkTimeNs: UInt64, messageSize: Int, spec: HubSpec, base: HubURL, accessToken: String?,
-                extraHeaderLines: [UInt8], connectTimeoutNs: UInt64, maxMessageBytes: Int, sourceAddresses: [UInt32], runTag: String) {
+                extraHeaderLines: [UInt8], connectTimeoutNs: UInt64, maxMessageBytes: Int, sourceAddresses: [SocketAddress], runTag: String) {
         self.totalClients = totalClients; self.globalIndices = globalIndices; self.connectRate = connectRate
         self.loadModel = loadModel; self.totalRate = totalRate; self.thinkTimeNs = thinkTimeNs; self.messageSize = messageSize
         self.spec = spec; self.base = base; self.accessToken = accessToken; self.extraHeaderLines = extraHeaderLines

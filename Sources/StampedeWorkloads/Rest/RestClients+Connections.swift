@@ -73,7 +73,8 @@ extension RestClients {
         metrics.count(.connectAttempts)
         stormBook.attempt(&clients[k].storm, nowNs: EventLoop.now())
         let source = plan.sourceAddresses.isEmpty ? nil : plan.sourceAddresses[c % plan.sourceAddresses.count]
-        switch loop.connect(to: plan.address, from: source, timeoutNs: plan.connectTimeoutNs) {
+        let target = plan.addresses.isEmpty ? plan.address : plan.addresses[k % plan.addresses.count]
+        switch loop.connect(to: target, fromAddress: source, timeoutNs: plan.connectTimeoutNs) {
         case .success(let id):
             connections[c].id = id
             connections[c].state = .connecting

@@ -19,14 +19,16 @@ public struct RestPlan: Sendable {
     /// Extra request headers, rendered `Name: value\r\n`.
     public var extraHeaderLines: [UInt8]
     public var connectTimeoutNs: UInt64
-    public var sourceAddresses: [UInt32]
+    public var sourceAddresses: [SocketAddress]
+    /// Every address of the target (client `k` connects to `addresses[k % count]`); empty means `address` alone.
+    public var addresses: [SocketAddress] = []
     /// Closed model: each resource's next poll goes `thinkTimeNs` after its answer, not on the
     /// interval (as wrk does, with no think time).
     public var loadModel: LoadModel = .open
     public var thinkTimeNs: UInt64 = 0
 
     public init(totalClients: Int, globalIndices: [Int], connectRate: Double, spec: RestSpec, address: SocketAddress, host: String,
-                port: Int, basePath: String, token: String?, extraHeaderLines: [UInt8], connectTimeoutNs: UInt64, sourceAddresses: [UInt32]) {
+                port: Int, basePath: String, token: String?, extraHeaderLines: [UInt8], connectTimeoutNs: UInt64, sourceAddresses: [SocketAddress]) {
         self.totalClients = totalClients; self.globalIndices = globalIndices; self.connectRate = connectRate; self.spec = spec
         self.address = address; self.host = host; self.port = port; self.basePath = basePath; self.token = token
         self.extraHeaderLines = extraHeaderLines; self.connectTimeoutNs = connectTimeoutNs; self.sourceAddresses = sourceAddresses
