@@ -576,3 +576,31 @@ func malformedTargetsAreRejected(target: String, message: String) throws {
     #expect(scenario.seed == 42)
     #expect(scenario.drainSeconds == 5)
 }
+
+// MARK: - Any target
+
+@Test func resolveDefaultsToFirstAndTakesEachPolicy() throws {
+    #expect(try parse(minimal).resolve == .first)
+    for policy in ResolvePolicy.allCases {
+        #expect(try parse(minimalPlus("resolve: \(policy.rawValue)")).resolve == policy)
+    }
+}
+
+@Test(arguments: ["both", "IPv4", "[all]", "1"])
+func anUnknownResolvePolicyNamesItsLineAndField(value: String) throws {
+    let error = try #require(failure(minimalPlus("resolve: \(value)")))
+    #expect(error.field == "resolve")
+    #expect(error.line == 4)
+    #expect(error.message.hasPrefix("expected one of 'first', 'all', 'ipv4', 'ipv6'"), "\(error.message)")
+}
+
+@Test func aSourceAddressThatIsNotLocalIsRefusedAtValidationIPv4OrIPv6() throws {
+    #expect(try parse(minimalPlus("source_addresses: [\"::1\"]")).sourceAddresses == ["::1"])
+    // 2001:db8::/32 is the documentation prefix (RFC 3849): never an address of this machine.
+    for address in ["198.51.100.7", "\"2001:db8::7\""] {
+        let error = try #require(failure(minimalPlus("source_addresses: [\(address)]")))
+        #expect(error.field == "source_addresses[0]")
+        #expect(error.line == 4)
+        #expect(error.message.contains("is not an address of this machine"), "\(error.message)")
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import StampedeEngine
+import StampedeScenario
+import Testing
+
+/// `stampede serve` with `arguments`, its port read from its "listening on" line.
+func startServe(_ arguments: [String], via prefix: [String] = []) throws -> (BackgroundProcess, Int) {
+    let command = prefix.isEmpty ? stampedeBinary.path : prefix[0]
+    let serve = try BackgroundProcess(command, Array(prefix.dropFirst()) + (prefix.isEmpty ? [] : [stampedeBinary.path])
+                                      + ["serve", "--port", "0", "--max-seconds", "60"] + arguments)
+    let line = try serve.waitForLine(prefix: "listening on ", timeout: 20)
+    let port = try #require(Int(line.split(separator: ":").last!.split(separator: "/").first!))
+    return (serve, port)
+}
+
+/// Targets named as users name them: IPv6 literals, host names resolved before the run, and a
+/// test host in a network namespace of its own. Traffic goes only to loopback or to that host.
+@Suite(.serialized)
+struct AnyTargetTests {
+    @Test func chatOverIPv6LoopbackAccountsForEveryMessage() throws {
+        let (serve, port) = try startServe(["--host", "::1"])
+        defer { serve.stop() }
+        let o = try run(chatScenario(name: "chat-ipv6", target: .webSocket(url: WebSocketURL(host: "::1", port: port, path: "/chat")),
+                                     clients: 10, duration: 1.5, rate: 20))
+        #expect(o.exitCode == 0)
+        expectExactAccounting(o, clients: 10)
+    }
+
+    @Test func hubOverIPv6LoopbackAccountsForEveryCall() throws {
+        let (serve, port) = try startServe(["--hub", "--host", "::1"])
+        defer { serve.stop() }
+        for transport in [HubTransport.webSockets, .serverSentEvents, .longPolling] {
+            let s = HubCase.invokeEcho.scenario(target: .http(url: WebSocketURL(host: "::1", port: port, path: "/hub")),
+                                                transport: transport, protocolKind: .json)
+            expectHubAccounting(try run(s), clients: 6)
+        }
+    }
+
+    @Test func restOverIPv6LoopbackAccountsForEveryPoll() throws {
+        let (serve, port) = try startServe(["--rest", "--host", "::1"])
+        defer { serve.stop() }
+        let o = try run(restScenario("rest-ipv6", target: .http(url: WebSocketURL(host: "::1", port: port, path: "/api"))))
+        #expect(o.exitCode == 0)
+        let m = o.summary.messages
+        #expect(m.sent >= 8 * 10 && m.accountingClosed && m.lost == 0 && m.failed == 0, "\(m)")
+        #expect(o.summary.errorsTotal == 0)
+        #expect(o.summary.connections.attempted == 8)
+    }
+
+    /// `localhost` goes through getaddrinfo (/etc/hosts); the Host header keeps the name.
+    @Test func aTargetNamedLocalhostIsResolvedAndEveryMessageAccounted() throws {
+        let (serve, port) = try startServe([])
+        defer { serve.stop() }
+        var s = chatScenario(name: "chat-localhost", target: .webSocket(url: WebSocketURL(host: "localhost", port: port, path: "/chat")),
+                             clients: 10, duration: 1.5, rate: 20)
+        s.resolve = .all
+        let o = try run(s)
+        #expect(o.exitCode == 0)
+        expectExactAccounting(o, clients: 10)
+    }
+
+    /// The name's addresses are filtered before anything is sent: an IPv4-only name with
+    /// `resolve: ipv6` is a setup error naming the host.
+    @Test func aResolvePolicyNoAddressMeetsIsASetupErrorNamingTheHost() throws {
+        var s = chatScenario(name: "resolve-none", target: .webSocket(url: WebSocketURL(host: "127.0.0.1", port: unusedPort(), path: "/chat")),
+                             clients: 2, duration: 1)
+        s.resolve = .ipv6
+        do {
+            _ = try run(s)
+            Issue.record("a target without an IPv6 address ran with resolve: ipv6")
+        } catch {
+            #expect("\(error)".contains("'127.0.0.1' has no IPv6 address"), "\(error)")
+        }
+    }
+
+    @Test func serveRefusesAHostThatIsNotAnAddressOfThisMachine() throws {
+        // 198.51.100.7 is TEST-NET-2 (RFC 5737): binding to it fails, nothing is sent.
+        let r = try runProcess(stampedeBinary.path, ["serve", "--host", "198.51.100.7", "--max-seconds", "1"], timeout: 30)
+        #expect(r.status == 2)
+        #expect(r.stderr.contains("--host 198.51.100.7 is not an address of this machine"), "\(r.stderr)")
+    }
+
+    /// A remote host of our own: a network namespace with a veth pair, `stampede serve` inside it,
+    /// a short chat run to its address once `ip route get` shows that address is reached over our veth.
+    @Test func chatRunReachesATestHostInItsOwnNetworkNamespace() throws {
+        let n = Int(getpid()) % 200 + 20
+        let (namespace, hostLink, nsLink) = ("stampede-t\(n)", "stpv\(n)h", "stpv\(n)n")
+        let (hostAddress, nsAddress) = ("10.211.\(n).1", "10.211.\(n).2")
+        func ip(_ arguments: [String]) throws -> ProcessResult { try runProcess("/usr/sbin/ip", arguments, timeout: 20) }
+        defer {
+            _ = try? ip(["netns", "del", namespace])
+            _ = try? ip(["link", "del", hostLink])
+        }
+        let steps: [[String]] = [
+            ["netns", "add", namespace],
+            ["link", "add", hostLink, "type", "veth", "peer", "name", nsLink],
+            ["link", "set", nsLink, "netns", namespace],
+            ["addr", "add", "\(hostAddress)/24", "dev", hostLink],
+            ["link", "set", hostLink, "up"],
+            ["netns", "exec", namespace, "ip", "addr", "add", "\(nsAddress)/24", "dev", nsLink],
+            ["netns", "exec", namespace, "ip", "link", "set", nsLink, "up"],
+            ["netns", "exec", namespace, "ip", "link", "set", "lo", "up"],
+        ]
+        for step in steps {
+            let r = try ip(step)
+            guard r.status == 0 else {
+                let reason = "network namespace setup failed at 'ip \(step.joined(separator: " "))': \(r.stderr)"
+                print("netns test skipped: \(reason)")
+                try Test.cancel(Comment(rawValue: reason))
+            }
+        }
+        let route = try ip(["route", "get", nsAddress])
+        guard route.status == 0, route.stdout.contains("dev \(hostLink) ") else {
+            let reason = "\(nsAddress) does not route over \(hostLink): \(route.stdout)\(route.stderr)"
+            print("netns test skipped: \(reason)")
+            try Test.cancel(Comment(rawValue: reason))
+        }
+        let (serve, port) = try startServe(["--host", nsAddress], via: ["/usr/sbin/ip", "netns", "exec", namespace])
+        defer { serve.stop() }
+        let o = try run(chatScenario(name: "chat-netns", target: .webSocket(url: WebSocketURL(host: nsAddress, port: port, path: "/chat")),
+                                     clients: 8, duration: 1.5, rate: 16))
+        #expect(o.exitCode == 0)
+        expectExactAccounting(o, clients: 8)
+    }
+}
