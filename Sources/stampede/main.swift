@@ -132,7 +132,7 @@ struct Run: ParsableCommand {
 
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run a reference server on loopback: the chat server (/chat), a SignalR hub (--hub) or a REST target (--rest).",
+        abstract: "Run a reference server (on 127.0.0.1, or the local address --host names): the chat server (/chat), a SignalR hub (--hub) or a REST target (--rest).",
         discussion: """
             A WebSocket endpoint that broadcasts every {"message","user","userID"} it receives to
             every connected client, with the server's "date" and "id" added.
