@@ -1,5 +1,6 @@
 import Foundation
 import StampedeEngine
+import StampedeReport
 import StampedeScenario
 import Testing
 
@@ -71,6 +72,43 @@ struct AnyTargetTests {
         } catch {
             #expect("\(error)".contains("'127.0.0.1' has no IPv6 address"), "\(error)")
         }
+    }
+
+    /// A name with two addresses (127.0.0.1 and ::1, from a private /etc/hosts in a mount
+    /// namespace of the run's own; "files" comes before "dns" in nsswitch, and .test names are
+    /// reserved, RFC 6761) against a server on 127.0.0.1 only: `all` sends every second client to
+    /// ::1, where nothing listens (refused, counted), `ipv4` sends every client to the server.
+    @Test(arguments: [(ResolvePolicy.all, 5), (.ipv4, 10), (.ipv6, 0)])
+    func resolvePolicySpreadsClientsOverTheNamesAddresses(policy: ResolvePolicy, connected: Int) throws {
+        let (serve, port) = try startServe(["--host", "127.0.0.1"])
+        defer { serve.stop() }
+        let folder = temporaryFolder("resolve-\(policy.rawValue)")
+        let hosts = folder.appendingPathComponent("hosts"), scenario = folder.appendingPathComponent("pair.yaml")
+        try "127.0.0.1 stampede-pair.test\n::1 stampede-pair.test\n".write(to: hosts, atomically: true, encoding: .utf8)
+        try """
+            target: ws://stampede-pair.test:\(port)/chat
+            resolve: \(policy.rawValue)
+            clients: 10
+            duration: 1s
+            drain: 1s
+            connect_timeout: 2s
+            message: {rate: 10}
+
+            """.write(to: scenario, atomically: true, encoding: .utf8)
+        let script = "mount --bind \"$1\" /etc/hosts || exit 77; shift; exec \"$@\""
+        let r = try runProcess("/usr/bin/unshare", ["--mount", "/bin/sh", "-c", script, "sh", hosts.path, stampedeBinary.path,
+                                                    "run", scenario.path, "--results", folder.path, "--quiet"], timeout: 60)
+        if r.status == 77 || r.stderr.contains("unshare:") {
+            print("resolve spreading test skipped: no private mount namespace: \(r.stderr)")
+            try Test.cancel(Comment(rawValue: "no private mount namespace: \(r.stderr)"))
+        }
+        let line = try #require(r.stdout.split(separator: "\n").last { $0.hasPrefix("results: ") }, "\(r.stdout)\(r.stderr)")
+        let path = String(line.dropFirst("results: ".count))
+        let url = path.hasPrefix("/") ? URL(fileURLWithPath: path) : repositoryRoot.appendingPathComponent(path)
+        let summary = try RunSummary.decode(from: Data(contentsOf: url.appendingPathComponent("summary.json")))
+        #expect(summary.connections.connected == UInt64(connected), "\(r.stderr)")
+        #expect(summary.errors["connect_refused", default: 0] == UInt64(10 - connected), "\(summary.errors)")
+        #expect(summary.messages.accountingClosed)
     }
 
     @Test func serveRefusesAHostThatIsNotAnAddressOfThisMachine() throws {

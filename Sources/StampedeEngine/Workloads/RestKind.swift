@@ -59,7 +59,7 @@ struct RestKind: WorkloadKind {
                             spec: s.rest ?? RestSpec(), address: addresses[0], host: host, port: port, basePath: basePath,
                             token: setup.token, extraHeaderLines: setup.headerLines, connectTimeoutNs: nanoseconds(s.connectTimeoutSeconds),
                             sourceAddresses: s.sourceAddressValues)
-        plan.addresses = addresses
+        plan.addresses = setup.perClient(addresses)
         plan.loadModel = s.loadModel
         plan.thinkTimeNs = nanoseconds(s.thinkTimeSeconds)
         return RestClients(loop: setup.loop, plan: plan, random: setup.random)

@@ -69,6 +69,13 @@ struct LoopClientsSetup {
     var token: String?
     /// The scenario's extra headers as request lines.
     var headerLines: [UInt8]
+
+    /// The target address of each of this loop's clients when the target has several: global
+    /// client `i` gets `addresses[i % count]`, whichever loop it runs on (the workloads index
+    /// their list by local client). One address stays a list of one.
+    func perClient(_ addresses: [SocketAddress]) -> [SocketAddress] {
+        addresses.count <= 1 ? addresses : clients.map { addresses[$0 % addresses.count] }
+    }
 }
 
 extension Scenario {
