@@ -111,6 +111,24 @@ struct AnyTargetTests {
         #expect(summary.messages.accountingClosed)
     }
 
+    /// A name nothing resolves stops the run before it starts, naming the host. The run gets a
+    /// mount namespace whose nsswitch.conf says `hosts: files`, so the lookup never leaves the machine.
+    @Test func aTargetNameThatDoesNotResolveIsASetupErrorNamingIt() throws {
+        let folder = temporaryFolder("resolve-unknown")
+        let nsswitch = folder.appendingPathComponent("nsswitch.conf"), scenario = folder.appendingPathComponent("unknown.yaml")
+        try "hosts: files\n".write(to: nsswitch, atomically: true, encoding: .utf8)
+        try "target: ws://no-such-host.test:9/chat\nclients: 2\nduration: 1s\n".write(to: scenario, atomically: true, encoding: .utf8)
+        let script = "mount --bind \"$1\" /etc/nsswitch.conf || exit 77; shift; exec \"$@\""
+        let r = try runProcess("/usr/bin/unshare", ["--mount", "/bin/sh", "-c", script, "sh", nsswitch.path, stampedeBinary.path,
+                                                    "run", scenario.path, "--results", folder.path, "--quiet"], timeout: 60)
+        if r.status == 77 || r.stderr.contains("unshare:") {
+            print("unresolvable-name test skipped: no private mount namespace: \(r.stderr)")
+            try Test.cancel(Comment(rawValue: "no private mount namespace: \(r.stderr)"))
+        }
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("cannot resolve target host 'no-such-host.test'"), "\(r.stderr)")
+    }
+
     @Test func serveRefusesAHostThatIsNotAnAddressOfThisMachine() throws {
         // 198.51.100.7 is TEST-NET-2 (RFC 5737): binding to it fails, nothing is sent.
         let r = try runProcess(stampedeBinary.path, ["serve", "--host", "198.51.100.7", "--max-seconds", "1"], timeout: 30)
