@@ -5,8 +5,8 @@ import Yams
 ///
 /// Every problem, from a YAML syntax error to a misspelt key or an out-of-range number, becomes a
 /// `ScenarioError` that names the file, the line and column, and the field, so users can fix the
-/// file without guessing. Targets are restricted to loopback addresses: Stampede never sends load
-/// to another machine.
+/// file without guessing. Targets name any host (a name, an IPv4 or a bracketed IPv6 literal); names
+/// are resolved by the engine before a run, never here.
 public enum ScenarioLoader {
     /// The largest scenario file read: far above any real scenario, small enough that a wrong
     /// file (a log, /dev/zero, a 50 MB list) is refused at once instead of parsed.

@@ -178,7 +178,9 @@ extension HubClients {
             fail(k, .negotiateFailed)
         case .success(.redirect(let url, let token)):
             clients[k].endpoint.redirects += 1
-            // The official clients give up after 100 redirects; Stampede also never leaves loopback.
+            // The official clients give up after 100 redirects. A redirect is followed only to a
+            // loopback literal: names are resolved before the run, never on the loop, and a
+            // server must not be able to send the load to another machine.
             guard clients[k].endpoint.redirects <= 100, let next = HubURL.parse(url), let nextAddress = SocketAddress(host: next.host, port: next.port),
                   nextAddress.isLoopback else {
                 fail(k, .negotiateFailed)
