@@ -86,10 +86,8 @@ public enum SocketAddress: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .ipv4(let a, let p): return bind ? cs_bind_ipv4(fd, a.bigEndian, p) : cs_connect_ipv4(fd, a.bigEndian, p)
         case .ipv6(let h, let l, let p, let scope):
-            var bytes = ipv6Bytes(high: h, low: l)
-            return bytes.withUnsafeMutableBytes { b in
-                bind ? cs_bind_ipv6(fd, b.baseAddress, p, scope) : cs_connect_ipv6(fd, b.baseAddress, p, scope)
-            }
+            // No allocation: connect is on the loop, once per connection.
+            return bind ? cs_bind_ipv6(fd, h, l, p, scope) : cs_connect_ipv6(fd, h, l, p, scope)
         }
     }
 }

@@ -147,24 +147,28 @@ static inline int cs_connect_ipv6_loopback(int fd, uint16_t port) {
     return connect(fd, (struct sockaddr *)&sa, sizeof(sa));
 }
 
-/// Fills a sockaddr_in6 from 16 network-order bytes, a port and a scope id.
-static inline void cs_fill_sockaddr_in6(struct sockaddr_in6 *sa, const void *addr16, uint16_t port, uint32_t scope_id) {
+/// Fills a sockaddr_in6 from the address's 16 bytes given as two host-order halves (`high` is
+/// bytes 0 to 7, most significant first), a port and a scope id: no buffer to pass from Swift.
+static inline void cs_fill_sockaddr_in6(struct sockaddr_in6 *sa, uint64_t high, uint64_t low, uint16_t port, uint32_t scope_id) {
     memset(sa, 0, sizeof(*sa));
     sa->sin6_family = AF_INET6;
     sa->sin6_port = htons(port);
-    memcpy(&sa->sin6_addr, addr16, 16);
+    for (int i = 0; i < 8; i++) {
+        sa->sin6_addr.s6_addr[i] = (uint8_t)(high >> (56 - 8 * i));
+        sa->sin6_addr.s6_addr[8 + i] = (uint8_t)(low >> (56 - 8 * i));
+    }
     sa->sin6_scope_id = scope_id;
 }
 
-static inline int cs_connect_ipv6(int fd, const void *addr16, uint16_t port, uint32_t scope_id) {
+static inline int cs_connect_ipv6(int fd, uint64_t high, uint64_t low, uint16_t port, uint32_t scope_id) {
     struct sockaddr_in6 sa;
-    cs_fill_sockaddr_in6(&sa, addr16, port, scope_id);
+    cs_fill_sockaddr_in6(&sa, high, low, port, scope_id);
     return connect(fd, (struct sockaddr *)&sa, sizeof(sa));
 }
 
-static inline int cs_bind_ipv6(int fd, const void *addr16, uint16_t port, uint32_t scope_id) {
+static inline int cs_bind_ipv6(int fd, uint64_t high, uint64_t low, uint16_t port, uint32_t scope_id) {
     struct sockaddr_in6 sa;
-    cs_fill_sockaddr_in6(&sa, addr16, port, scope_id);
+    cs_fill_sockaddr_in6(&sa, high, low, port, scope_id);
     return bind(fd, (struct sockaddr *)&sa, sizeof(sa));
 }
 
