@@ -1,3 +1,4 @@
+import CStampedeLinux
 import Glibc
 import StampedeLoop
 import StampedeScenario
