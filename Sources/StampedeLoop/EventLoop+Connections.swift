@@ -39,6 +39,7 @@ extension EventLoop {
         s.deadline = .max
         s.deadlineTag = 0
         s.registrationErrno = 0
+        s.tlsServer = nil
         // `dirty` stays set if queued; flushDirty skips free slots and clears it.
         slots[index] = s
         freeSlots.append(UInt32(index))
@@ -62,7 +63,14 @@ extension EventLoop {
 
     /// Starts a non-blocking connect. Returns the connection, or the errno of an immediate failure
     /// (EMFILE, EADDRNOTAVAIL, ECONNREFUSED …). Completion comes through `connectCompleted`.
-    public func connect(to address: SocketAddress, from source: UInt32? = nil, timeoutNs: UInt64) -> Result<ConnectionID, LoopError> {
+    /// With `tls`, the TLS handshake runs after the TCP connect and `connectCompleted` comes once it
+    /// is done (see EventLoop+TLS.swift); the connect timeout covers both.
+    public func connect(to address: SocketAddress, from source: UInt32? = nil, timeoutNs: UInt64, tls: TLSContext? = nil) -> Result<ConnectionID, LoopError> {
+        var stream = ByteStream.plainTCP
+        if let tls {
+            guard let s = makeTLSStream(tls) else { return .failure(LoopError(operation: "SSL_new", errno: ENOMEM)) }
+            stream = s
+        }
         let family: Int32 = { if case .ipv6Loopback = address { return AF_INET6 } else { return AF_INET } }()
         let fd = cs_socket_tcp(family)
         guard fd >= 0 else { return .failure(LoopError(operation: "socket", errno: cs_errno())) }
@@ -90,6 +98,7 @@ extension EventLoop {
             return .failure(LoopError(operation: "connect", errno: e))
         case .done, .wouldBlock:
             let id = allocateSlot(fd: fd, state: .connecting)
+            slots[Int(id.index)].stream = stream
             slots[Int(id.index)].pollingOut = true
             let epfd = epfd
             let e = syscallStatus { cs_epoll_ctl(epfd, EPOLL_CTL_ADD, fd, EPOLLOUT.rawValue | EPOLLIN.rawValue, id.packed) }
@@ -103,14 +112,17 @@ extension EventLoop {
     }
 
     func connectTimedOut(_ id: ConnectionID) {
-        guard let i = slotIndex(id), slots[i].state == .connecting else { return }
+        guard let i = slotIndex(id) else { return }
+        if slots[i].state == .handshaking { handshakeEnded(i, id: id, error: ETIMEDOUT); return }
+        guard slots[i].state == .connecting else { return }
         Glibc.close(slots[i].fd)
         releaseSlot(i)
         handler.connectCompleted(id, error: ETIMEDOUT, loop: self)
     }
 
     /// Listens on a loopback address; returns the listener and the bound port (for port 0).
-    public func listen(on address: SocketAddress, backlog: Int32 = 4096) -> Result<(ConnectionID, UInt16), LoopError> {
+    /// With `tls`, each accepted connection runs the TLS handshake before `accepted`.
+    public func listen(on address: SocketAddress, backlog: Int32 = 4096, tls: TLSContext? = nil) -> Result<(ConnectionID, UInt16), LoopError> {
         let family: Int32 = { if case .ipv6Loopback = address { return AF_INET6 } else { return AF_INET } }()
         let fd = cs_socket_tcp(family)
         guard fd >= 0 else { return .failure(LoopError(operation: "socket", errno: cs_errno())) }
@@ -125,6 +137,7 @@ extension EventLoop {
         guard listenError == 0 else { Glibc.close(fd); return .failure(LoopError(operation: "listen", errno: listenError)) }
         let port = UInt16(cs_local_port(fd))
         let id = allocateSlot(fd: fd, state: .listener)
+        slots[Int(id.index)].tlsServer = tls
         let epfd = epfd
         let e = syscallStatus { cs_epoll_ctl(epfd, EPOLL_CTL_ADD, fd, EPOLLIN.rawValue, id.packed) }
         guard e == 0 else {
@@ -143,6 +156,7 @@ extension EventLoop {
             guard case .done(let accepted) = syscall({ Int(cs_accept(listenFd)) }) else { return }
             let fd = Int32(accepted)
             _ = cs_set_int_option(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)  // best effort, as in `connect`
+            if let tls = slots[i].tlsServer { acceptTLS(fd: fd, listener: listener, context: tls); continue }
             let id = allocateSlot(fd: fd, state: .stream)
             let e = syscallStatus { cs_epoll_ctl(epfd, EPOLL_CTL_ADD, fd, EPOLLIN.rawValue | EPOLLRDHUP.rawValue, id.packed) }
             // Not in epoll: announced all the same, then closed with `.error(e)` at the flush.
@@ -186,7 +200,7 @@ extension EventLoop {
     public func close(_ id: ConnectionID, reset: Bool = false) {
         guard let i = slotIndex(id) else { return }
         let fd = slots[i].fd
-        if reset { _ = cs_close_with_reset(fd) } else { Glibc.close(fd) }
+        if reset { _ = cs_close_with_reset(fd) } else { slots[i].stream.closeGracefully(fd); Glibc.close(fd) }
         releaseSlot(i)
     }
 
