@@ -164,6 +164,21 @@ import Glibc
         #expect(!server.handler.events.contains { if case .accepted = $0 { true } else { false } })
     }
 
+    @Test func serverResettingMidHandshakeIsClosedDuringHandshake() throws {
+        // Reads the ClientHello, then resets the connection.
+        let server = try TestLoop({ h in h.onReceived = { id, _, loop in loop.close(id, reset: true) } }, name: "resetting-server")
+        defer { server.shutdown() }
+        let (_, port) = try server.listen()
+        let context = try TLSContext(verify: false)
+        let client = try TestLoop(name: "tls-client")
+        defer { client.shutdown() }
+        let id = try client.sync { $0.connect(to: .ipv4(Self.localhost, port: port), timeoutNs: Self.timeout, tls: context) }.get()
+        client.handler.wait("handshake failure") { $0.connectError(id) != nil }
+        #expect(client.handler.connectError(id).flatMap(TLSFailure.init(connectError:)) == .closedDuringHandshake)
+        #expect(context.handshakeCounts.failed[.closedDuringHandshake] == 1)
+        #expect(client.sync { $0.liveSlots } == 0)
+    }
+
     @Test func stalledHandshakeTimesOut() throws {
         // A plain server that never answers: the handshake waits for its first flight in vain.
         let server = try TestLoop(name: "silent-server")
