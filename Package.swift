@@ -8,7 +8,7 @@ import PackageDescription
 //   StampedeWorkloads, StampedeServers, StampedeReport
 //   StampedeSession (protocol sessions: pure over bytes and a clock)
 //   StampedeLoop, StampedeWire, StampedeMetrics, StampedeScenario
-//   CStampedeLinux
+//   CStampedeLinux, COpenSSL (system library: OpenSSL 3 via pkg-config), CStampedeTLS
 // The hot paths keep their state in class properties; Swift checks every access to one for
 // exclusivity at run time (swift_beginAccess: about 7 % of a REST client's CPU in perf). Debug
 // builds, which the tests run, keep the checks.
@@ -32,9 +32,12 @@ let package = Package(
     ],
     targets: [
         .target(name: "CStampedeLinux"),
+        .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // OpenSSL's macros as functions; its headers come from the system, its libraries through COpenSSL.
+        .target(name: "CStampedeTLS"),
         .target(name: "StampedeWire", swiftSettings: hotPath),
         .target(name: "StampedeSession", dependencies: ["StampedeWire"], swiftSettings: hotPath),
-        .target(name: "StampedeLoop", dependencies: ["CStampedeLinux"], swiftSettings: hotPath),
+        .target(name: "StampedeLoop", dependencies: ["CStampedeLinux", "COpenSSL", "CStampedeTLS"], swiftSettings: hotPath),
         .target(name: "StampedeMetrics", dependencies: [.product(name: "Histogram", package: "hdrhistogram-swift")]),
         .target(name: "StampedeScenario", dependencies: ["Yams"]),
         .target(name: "StampedeWorkloads", dependencies: ["StampedeLoop", "StampedeSession", "StampedeWire", "StampedeMetrics", "StampedeScenario", "CStampedeLinux"], swiftSettings: hotPath),

@@ -39,6 +39,7 @@ extension EventLoop {
         s.deadline = .max
         s.deadlineTag = 0
         s.registrationErrno = 0
+        s.tlsServer = nil
         // `dirty` stays set if queued; flushDirty skips free slots and clears it.
         slots[index] = s
         freeSlots.append(UInt32(index))
@@ -62,13 +63,21 @@ extension EventLoop {
 
     /// Starts a non-blocking connect. Returns the connection, or the errno of an immediate failure
     /// (EMFILE, EADDRNOTAVAIL, ECONNREFUSED …). Completion comes through `connectCompleted`.
-    public func connect(to address: SocketAddress, from source: UInt32? = nil, timeoutNs: UInt64) -> Result<ConnectionID, LoopError> {
-        connect(to: address, fromAddress: source.map { .ipv4($0, port: 0) }, timeoutNs: timeoutNs)
+    public func connect(to address: SocketAddress, from source: UInt32? = nil, timeoutNs: UInt64, tls: TLSContext? = nil) -> Result<ConnectionID, LoopError> {
+        connect(to: address, fromAddress: source.map { .ipv4($0, port: 0) }, timeoutNs: timeoutNs, tls: tls)
     }
 
     /// Starts a non-blocking connect from `source` (IPv4 or IPv6; ignored when its family is not
     /// the destination's). Returns the connection, or the errno of an immediate failure.
-    public func connect(to address: SocketAddress, fromAddress source: SocketAddress?, timeoutNs: UInt64) -> Result<ConnectionID, LoopError> {
+    /// With `tls`, the TLS handshake runs after the TCP connect and `connectCompleted` comes once it
+    /// is done (see EventLoop+TLS.swift); the connect timeout covers both.
+    public func connect(to address: SocketAddress, fromAddress source: SocketAddress?, timeoutNs: UInt64,
+                        tls: TLSContext? = nil) -> Result<ConnectionID, LoopError> {
+        var stream = ByteStream.plainTCP
+        if let tls {
+            guard let s = makeTLSStream(tls) else { return .failure(LoopError(operation: "SSL_new", errno: ENOMEM)) }
+            stream = s
+        }
         let fd = cs_socket_tcp(address.family)
         guard fd >= 0 else { return .failure(LoopError(operation: "socket", errno: cs_errno())) }
         // Socket options are best effort: without TCP_NODELAY small frames wait for Nagle, and
@@ -92,6 +101,7 @@ extension EventLoop {
             return .failure(LoopError(operation: "connect", errno: e))
         case .done, .wouldBlock:
             let id = allocateSlot(fd: fd, state: .connecting)
+            slots[Int(id.index)].stream = stream
             slots[Int(id.index)].pollingOut = true
             let epfd = epfd
             let e = syscallStatus { cs_epoll_ctl(epfd, EPOLL_CTL_ADD, fd, EPOLLOUT.rawValue | EPOLLIN.rawValue, id.packed) }
@@ -105,14 +115,17 @@ extension EventLoop {
     }
 
     func connectTimedOut(_ id: ConnectionID) {
-        guard let i = slotIndex(id), slots[i].state == .connecting else { return }
+        guard let i = slotIndex(id) else { return }
+        if slots[i].state == .handshaking { handshakeEnded(i, id: id, error: ETIMEDOUT); return }
+        guard slots[i].state == .connecting else { return }
         Glibc.close(slots[i].fd)
         releaseSlot(i)
         handler.connectCompleted(id, error: ETIMEDOUT, loop: self)
     }
 
     /// Listens on a local IPv4 or IPv6 address; returns the listener and the bound port (for port 0).
-    public func listen(on address: SocketAddress, backlog: Int32 = 4096) -> Result<(ConnectionID, UInt16), LoopError> {
+    /// With `tls`, each accepted connection runs the TLS handshake before `accepted`.
+    public func listen(on address: SocketAddress, backlog: Int32 = 4096, tls: TLSContext? = nil) -> Result<(ConnectionID, UInt16), LoopError> {
         let fd = cs_socket_tcp(address.family)
         guard fd >= 0 else { return .failure(LoopError(operation: "socket", errno: cs_errno())) }
         _ = cs_set_int_option(fd, SOL_SOCKET, SO_REUSEADDR, 1)  // best effort: bind reports the outcome
@@ -123,6 +136,7 @@ extension EventLoop {
         guard listenError == 0 else { Glibc.close(fd); return .failure(LoopError(operation: "listen", errno: listenError)) }
         let port = UInt16(cs_local_port(fd))
         let id = allocateSlot(fd: fd, state: .listener)
+        slots[Int(id.index)].tlsServer = tls
         let epfd = epfd
         let e = syscallStatus { cs_epoll_ctl(epfd, EPOLL_CTL_ADD, fd, EPOLLIN.rawValue, id.packed) }
         guard e == 0 else {
@@ -141,6 +155,7 @@ extension EventLoop {
             guard case .done(let accepted) = syscall({ Int(cs_accept(listenFd)) }) else { return }
             let fd = Int32(accepted)
             _ = cs_set_int_option(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)  // best effort, as in `connect`
+            if let tls = slots[i].tlsServer { acceptTLS(fd: fd, listener: listener, context: tls); continue }
             let id = allocateSlot(fd: fd, state: .stream)
             let e = syscallStatus { cs_epoll_ctl(epfd, EPOLL_CTL_ADD, fd, EPOLLIN.rawValue | EPOLLRDHUP.rawValue, id.packed) }
             // Not in epoll: announced all the same, then closed with `.error(e)` at the flush.
@@ -184,7 +199,7 @@ extension EventLoop {
     public func close(_ id: ConnectionID, reset: Bool = false) {
         guard let i = slotIndex(id) else { return }
         let fd = slots[i].fd
-        if reset { _ = cs_close_with_reset(fd) } else { Glibc.close(fd) }
+        if reset { _ = cs_close_with_reset(fd) } else { slots[i].stream.closeGracefully(fd); Glibc.close(fd) }
         releaseSlot(i)
     }
 

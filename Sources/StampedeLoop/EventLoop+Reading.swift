@@ -8,7 +8,8 @@ extension EventLoop {
 
     func readAvailable(_ index: Int, id: ConnectionID) {
         var budget = configuration.readCapPerWakeup
-        while budget > 0 {
+        // Input a TLS stream holds is read past the budget: the socket would not report it again.
+        while budget > 0 || slots[index].stream.hasBufferedInput {
             let r = slots[index].stream.read(slots[index].fd, into: readBuffer)
             switch r {
             case .wouldBlock: return
@@ -22,7 +23,7 @@ extension EventLoop {
                 budget -= n
                 deliver(index, id: id, count: n)
                 guard slotIndex(id) != nil, !slots[index].throttled else { return }
-                if n < readBuffer.count { return }
+                if n < readBuffer.count && !slots[index].stream.hasBufferedInput { return }
             }
         }
     }

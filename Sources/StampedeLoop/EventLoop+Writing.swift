@@ -119,11 +119,24 @@ extension EventLoop {
             }
             out.shrinkIfIdle()
         }
+        if slots[i].stream.hasPendingOutput {
+            // TLS records made from bytes the queue already gave up.
+            switch slots[i].stream.flushPendingOutput(slots[i].fd) {
+            case .done: break
+            case .wouldBlock:
+                if !slots[i].pollingOut { slots[i].pollingOut = true; slots[i].lastProgress = wakeTime; updateInterest(i) }
+                return
+            case .failed(let e):
+                peerClosed(i, id: id, reason: (e == ECONNRESET || e == EPIPE) ? .reset : .error(e))
+                return
+            }
+        }
         if slots[i].pollingOut {
             slots[i].pollingOut = false
             updateInterest(i)
         }
         if slots[i].closeWhenFlushed {
+            slots[i].stream.closeGracefully(slots[i].fd)
             Glibc.close(slots[i].fd)
             releaseSlot(i)
             return
@@ -151,6 +164,11 @@ extension EventLoop {
         guard slotIndex(id) != nil else { return false }
         if limits != nil, let pending = slots[i].pending, !pending.isEmpty {
             deliver(i, id: id, count: 0)
+            guard slotIndex(id) != nil else { return false }
+        }
+        // Input TLS took off the socket while reading was throttled: the socket will not say so.
+        if slots[i].stream.hasBufferedInput && !slots[i].throttled {
+            readAvailable(i, id: id)
             return slotIndex(id) != nil
         }
         return true

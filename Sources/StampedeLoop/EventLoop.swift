@@ -52,7 +52,10 @@ public final class EventLoop: @unchecked Sendable {
         var deadlineTag: UInt8 = 0
         /// epoll refused a change to its registration (errno; 0 = none): closed at the next flush.
         var registrationErrno: Int32 = 0
-        enum State { case free, connecting, stream, listener }
+        /// A listener's TLS context: connections it accepts speak TLS (nil: plain TCP).
+        var tlsServer: TLSContext? = nil
+        /// `handshaking`: connected, the TLS handshake under way (see EventLoop+TLS.swift).
+        enum State { case free, connecting, handshaking, stream, listener }
     }
 
     public let index: Int
@@ -254,14 +257,21 @@ public final class EventLoop: @unchecked Sendable {
                     handler.connectCompleted(id, error: e, loop: self)
                     return
                 }
-                slots[i].state = .stream
                 slots[i].pollingOut = false
+                if case .tls = slots[i].stream {
+                    slots[i].state = .handshaking
+                    advanceHandshake(i, id: id)
+                    return
+                }
+                slots[i].state = .stream
                 handler.connectCompleted(id, error: 0, loop: self)
             } else {
                 Glibc.close(slots[i].fd)
                 releaseSlot(i)
                 handler.connectCompleted(id, error: err > 0 ? Int32(err) : ECONNREFUSED, loop: self)
             }
+        case .handshaking:
+            advanceHandshake(i, id: id)
         case .stream:
             if flags & EPOLLOUT.rawValue != 0 {
                 flush(i, id: id)

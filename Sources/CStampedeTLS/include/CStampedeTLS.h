@@ -1,0 +1,64 @@
+// OpenSSL's macros (SSL_set_mode, SSL_CTX_set_min_proto_version, SSL_set_tlsext_host_name,
+// BIO_get_mem_data …) as functions Swift can call. The headers come from the system
+// (/usr/include, Debian libssl-dev); the libraries are linked through COpenSSL.
+#ifndef C_STAMPEDE_TLS_H
+#define C_STAMPEDE_TLS_H
+
+#include <arpa/inet.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+/// Per connection: give idle buffers back (an idle connection holds little memory), and let a
+/// write be partial and retried from a moved buffer (the loop's write queue compacts).
+static inline long cst_set_connection_modes(SSL *ssl) {
+    return SSL_set_mode(ssl, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+}
+
+/// TLS 1.2 is the oldest version either side offers.
+static inline int cst_ctx_set_min_tls12(SSL_CTX *ctx) {
+    return (int)SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+}
+
+/// Two memory BIOs attached to `ssl` (which then owns them): ciphertext from the socket is
+/// written into `*rbio`, ciphertext for the socket is read out of `*wbio`. 1 on success.
+static inline int cst_attach_memory_bios(SSL *ssl, BIO **rbio, BIO **wbio) {
+    BIO *r = BIO_new(BIO_s_mem());
+    BIO *w = BIO_new(BIO_s_mem());
+    if (r == NULL || w == NULL) { BIO_free(r); BIO_free(w); return 0; }
+    // An empty BIO means "no data yet" (retry), never end of file.
+    BIO_set_mem_eof_return(r, -1);
+    BIO_set_mem_eof_return(w, -1);
+    SSL_set_bio(ssl, r, w);
+    *rbio = r;
+    *wbio = w;
+    return 1;
+}
+
+/// Bytes waiting in a memory BIO.
+static inline size_t cst_bio_pending(BIO *b) { return BIO_ctrl_pending(b); }
+
+/// The memory BIO's unread bytes, without consuming them.
+static inline long cst_bio_peek(BIO *b, const char **data) {
+    char *p = NULL;
+    long n = BIO_get_mem_data(b, &p);
+    *data = p;
+    return n;
+}
+
+/// Checks the peer's certificate against `name` (an IP literal is matched against the
+/// certificate's IP addresses, anything else against its DNS names) and sends it as SNI
+/// (RFC 6066 section 3: never an IP literal). 1 on success.
+static inline int cst_set_peer_name(SSL *ssl, const char *name) {
+    unsigned char ip[16];
+    if (inet_pton(AF_INET, name, ip) == 1 || inet_pton(AF_INET6, name, ip) == 1) {
+        return X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name);
+    }
+    if (SSL_set_tlsext_host_name(ssl, name) != 1) return 0;
+    return SSL_set1_host(ssl, name);
+}
+
+static inline int cst_err_reason(unsigned long e) { return ERR_GET_REASON(e); }
+static inline int cst_err_lib(unsigned long e) { return ERR_GET_LIB(e); }
+
+#endif

@@ -1,0 +1,118 @@
+import COpenSSL
+import CStampedeTLS
+import Synchronization
+
+/// How a TLS handshake failed. A client hears it as the `error` of `connectCompleted` (the raw
+/// value: negative, so it never collides with an errno); a server counts it on its context
+/// (the handler never hears of a connection whose handshake failed). A handshake that stalls
+/// ends as ETIMEDOUT after the connect timeout (client) or `handshakeTimeoutNs` (server).
+public enum TLSFailure: Int32, Sendable, CaseIterable, CustomStringConvertible {
+    /// The peer refused the handshake (an alert: no shared version or cipher, it rejected our
+    /// certificate …) or it failed for another TLS reason.
+    case handshakeFailed = -1001
+    /// The peer's certificate did not verify: unknown CA, expired, wrong host name
+    /// (`TLSContext.lastFailureReason` has OpenSSL's reason).
+    case verifyFailed = -1002
+    /// The peer does not speak TLS (a plain HTTP or TCP server on a TLS port, or a plain client).
+    case protocolError = -1003
+    /// The peer closed or reset the connection before the handshake finished.
+    case closedDuringHandshake = -1004
+
+    /// The TLS failure a `connectCompleted` error stands for; nil for an errno.
+    public init?(connectError: Int32) { self.init(rawValue: connectError) }
+
+    public var description: String {
+        switch self {
+        case .handshakeFailed: "tls_handshake_failed"
+        case .verifyFailed: "tls_verify_failed"
+        case .protocolError: "tls_protocol_error"
+        case .closedDuringHandshake: "tls_closed_during_handshake"
+        }
+    }
+}
+
+/// A TLS context could not be made (a file missing or unreadable, a key not matching its certificate).
+public struct TLSSetupError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+}
+
+/// One `SSL_CTX` for a run, shared by every connection of every loop that uses it (OpenSSL
+/// allows a context to be used from several threads once it is set up). Made by the caller
+/// and passed to `EventLoop.connect(… tls:)` or `EventLoop.listen(… tls:)`.
+public final class TLSContext: @unchecked Sendable {
+    public enum Role: Sendable { case client, server }
+    public let role: Role
+    /// Client: the name checked against the server's certificate and sent as SNI (an IP literal
+    /// is checked against the certificate's IP addresses and not sent). nil: no name check.
+    public let serverName: String?
+    /// Server: a handshake not done by then is abandoned (counted as ETIMEDOUT's class,
+    /// `handshakeTimeouts`).
+    public let handshakeTimeoutNs: UInt64
+    let ctx: OpaquePointer
+
+    /// Handshake outcomes, for the tests and the run's metrics (failure paths only take the lock
+    /// besides the completion count).
+    public struct Counts: Sendable, Equatable {
+        public var completed = 0
+        public var failed: [TLSFailure: Int] = [:]
+        public var timeouts = 0
+        public var lastFailureReason = ""
+    }
+    let counts = Mutex(Counts())
+
+    /// A client context: verifies the server against `caFile` (PEM), or the system store when
+    /// nil, unless `verify` is false.
+    public init(clientCAFile caFile: String? = nil, verify: Bool = true, serverName: String? = nil) throws(TLSSetupError) {
+        guard let ctx = SSL_CTX_new(TLS_client_method()) else { throw TLSSetupError(description: "SSL_CTX_new: \(Self.takeErrors())") }
+        self.ctx = ctx
+        role = .client
+        self.serverName = serverName
+        handshakeTimeoutNs = 10_000_000_000
+        _ = cst_ctx_set_min_tls12(ctx)
+        if verify {
+            let ok = caFile.map { SSL_CTX_load_verify_locations(ctx, $0, nil) } ?? SSL_CTX_set_default_verify_paths(ctx)
+            guard ok == 1 else { throw TLSSetupError(description: "CA \(caFile ?? "system store"): \(Self.takeErrors())") }
+            SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
+        } else {
+            SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nil)
+        }
+    }
+
+    /// A server context with its certificate chain and private key (PEM files).
+    public init(serverCertificateFile certificate: String, keyFile key: String, handshakeTimeoutNs: UInt64 = 10_000_000_000) throws(TLSSetupError) {
+        guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw TLSSetupError(description: "SSL_CTX_new: \(Self.takeErrors())") }
+        self.ctx = ctx
+        role = .server
+        serverName = nil
+        self.handshakeTimeoutNs = handshakeTimeoutNs
+        _ = cst_ctx_set_min_tls12(ctx)
+        guard SSL_CTX_use_certificate_chain_file(ctx, certificate) == 1 else {
+            throw TLSSetupError(description: "certificate \(certificate): \(Self.takeErrors())")
+        }
+        guard SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) == 1, SSL_CTX_check_private_key(ctx) == 1 else {
+            throw TLSSetupError(description: "key \(key): \(Self.takeErrors())")
+        }
+    }
+
+    deinit { SSL_CTX_free(ctx) }
+
+    /// The handshake outcomes so far.
+    public var handshakeCounts: Counts { counts.withLock { $0 } }
+
+    func noteFailure(_ failure: TLSFailure, reason: String) {
+        counts.withLock { $0.failed[failure, default: 0] += 1; $0.lastFailureReason = reason }
+    }
+
+    /// OpenSSL's error queue as text (emptied).
+    static func takeErrors() -> String {
+        var parts: [String] = []
+        for _ in 0..<16 {
+            let e = ERR_get_error()
+            if e == 0 { break }
+            var buf = [CChar](repeating: 0, count: 256)
+            ERR_error_string_n(e, &buf, buf.count)
+            parts.append(String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        return parts.isEmpty ? "no OpenSSL error" : parts.joined(separator: "; ")
+    }
+}
