@@ -69,7 +69,8 @@ private func exchangeRun(_ data: UnsafeRawBufferPointer, _ config: HTTPClientExc
             check(x.hasHead && x.status == h.status, "the exchange forgot its head")
             log.tag(0x48); log.int(h.status); log.int(h.isReusable ? 1 : 0); log.int(h.isEventStream ? 1 : 0)
             log.data(Array("\(h.framing)".utf8))
-            log.int(h.retryAfterSeconds.map { Int($0 * 1000) } ?? -1)
+            // Any non-negative Double may come back (Retry-After: 6666…): log its bits, not a conversion.
+            log.int(h.retryAfterSeconds.map { Int(truncatingIfNeeded: $0.bitPattern) } ?? -1)
             for r in [h.etag, h.location, h.retryAfter, h.rateLimitRemaining, h.watchedField] {
                 if let r {
                     checkRange(r, within: h.response.fieldsRange, "a fact outside the fields")

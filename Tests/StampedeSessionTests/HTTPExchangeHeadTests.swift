@@ -23,6 +23,15 @@ import Testing
         #expect(head("").heads[0].retryAfter == nil)
     }
 
+    /// A delay no one can wait (found by the http-exchange fuzz target) is a finite number of
+    /// seconds: callers convert it with the loop's saturating `nanoseconds(_:)`.
+    @Test func aHugeRetryAfterIsAFiniteNumberOfSeconds() throws {
+        let s = try #require(head("Retry-After: 99999999999999999\r\n", status: "429 Too Many Requests").heads[0].retryAfterSeconds)
+        #expect(s.isFinite && s > 9e16)
+        // Longer than the reader takes (2^59 and up): no seconds, the field is still found.
+        #expect(head("Retry-After: 66666666666000000000000001\r\n").heads[0].retryAfterSeconds == nil)
+    }
+
     @Test func locationAndRateLimitAreFound() {
         let d = head("Location: /next\r\nX-RateLimit-Remaining: 7\r\n", status: "302 Found")
         #expect(d.headValues[0]["@location"] == "/next")
