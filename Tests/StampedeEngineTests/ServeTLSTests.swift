@@ -88,6 +88,33 @@ import Testing
         #expect(second.stdout.lowercased().hasPrefix("http/1.1 304"), "\(second.stdout.prefix(300))")
     }
 
+    @Test func aChainAfterTheCertificateIsSentSoClientsTrustingOnlyTheRootVerify() throws {
+        let folder = temporaryFolder("serve-tls-chain")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // Root → intermediate → leaf; the server's file holds the leaf, then the intermediate.
+        let make = """
+            set -e
+            ec="-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+            ca="basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n"
+            openssl req -x509 $ec -keyout root.key -out root.pem -days 2 -subj /CN=Root -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign
+            openssl req $ec -keyout int.key -out int.csr -subj /CN=Intermediate
+            printf "$ca" > int.ext
+            openssl x509 -req -in int.csr -CA root.pem -CAkey root.key -CAcreateserial -out int.pem -days 2 -extfile int.ext
+            openssl req $ec -keyout leaf.key -out leaf.csr -subj /CN=localhost
+            printf "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n" > leaf.ext
+            openssl x509 -req -in leaf.csr -CA int.pem -CAkey int.key -CAcreateserial -out leaf.pem -days 2 -extfile leaf.ext
+            cat leaf.pem int.pem > chain.pem
+            """
+        let made = try runProcess("/bin/bash", ["-c", make], timeout: 30, cwd: folder)
+        try #require(made.status == 0, "\(made.stderr)")
+        let (serve, url) = try Self.serve(["--rest", "--tls-cert", folder.appendingPathComponent("chain.pem").path,
+                                           "--tls-key", folder.appendingPathComponent("leaf.key").path])
+        defer { serve.stop() }
+        let r = try runProcess("/usr/bin/curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--noproxy", "*", "--max-time", "10",
+                                                 "--cacert", folder.appendingPathComponent("root.pem").path, Self.url(url, host: "localhost") + "/x"], timeout: 20)
+        #expect(r.status == 0 && r.stdout == "200", "\(r.stdout) \(r.stderr)")
+    }
+
     @Test func signalrcoreReachesTheHubOverHTTPSAndWSSOnEveryTransport() throws {
         let (serve, url) = try Self.serve(["--hub", "--tls-self-signed"])
         defer { serve.stop() }
