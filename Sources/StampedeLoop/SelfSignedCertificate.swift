@@ -15,13 +15,16 @@ public struct SelfSignedCertificate: Sendable {
     public let privateKeyPEM: String
 
     /// EC P-256 key, SHA-256 signature, CN=commonName, subjectAltName DNS names + IP addresses,
-    /// basicConstraints CA:FALSE, extendedKeyUsage serverAuth, valid from 1 hour ago for validDays.
+    /// basicConstraints CA:FALSE, extendedKeyUsage serverAuth, valid from `startingSecondsFromNow`
+    /// (default an hour ago, so clocks a little behind accept it) for `validDays`: a start three
+    /// days ago with one valid day makes an expired certificate, for tests of expiry.
     ///
     /// Names must be DNS names (letters, digits, `-`, `.`, `*`, `_`), addresses IPv4 or IPv6
     /// literals, and `validDays` from 1 to 3650; anything else, or an OpenSSL failure, throws.
     public init(commonName: String = "localhost", dnsNames: [String] = ["localhost"], ipAddresses: [String] = ["127.0.0.1", "::1"],
-                validDays: Int = 1) throws(TLSSetupError) {
+                validDays: Int = 1, startingSecondsFromNow: Int = -3600) throws(TLSSetupError) {
         guard (1...3650).contains(validDays) else { throw TLSSetupError(description: "self-signed certificate: validDays must be from 1 to 3650, got \(validDays)") }
+        guard abs(startingSecondsFromNow) <= 3650 * 86_400 else { throw TLSSetupError(description: "self-signed certificate: the start must be within 10 years of now") }
         var names: [String] = []
         for d in dnsNames {
             // The subjectAltName is given to OpenSSL as "DNS:a,IP:b" text: a comma or colon in a
@@ -48,8 +51,8 @@ public struct SelfSignedCertificate: Sendable {
         // Version 3 (the value is zero-based), a random positive 63-bit serial (RFC 5280 section 4.1.2.2).
         guard X509_set_version(cert, 2) == 1,
               ASN1_INTEGER_set_uint64(X509_get_serialNumber(cert), UInt64.random(in: 1...UInt64(Int64.max))) == 1,
-              X509_gmtime_adj(X509_getm_notBefore(cert), -3600) != nil,
-              X509_gmtime_adj(X509_getm_notAfter(cert), validDays * 86_400) != nil,
+              X509_gmtime_adj(X509_getm_notBefore(cert), startingSecondsFromNow) != nil,
+              X509_gmtime_adj(X509_getm_notAfter(cert), startingSecondsFromNow + validDays * 86_400) != nil,
               X509_set_pubkey(cert, key) == 1 else { throw Self.failure("certificate fields") }
         guard let subject = X509_get_subject_name(cert),
               X509_NAME_add_entry_by_txt(subject, "CN", MBSTRING_UTF8, commonName, -1, -1, 0) == 1,

@@ -7,9 +7,9 @@ import StampedeWorkloads
 struct ChatKind: WorkloadKind {
     func expectsFanout(_ scenario: Scenario) -> Bool { true }
 
-    func startEmbeddedServer(on loop: EventLoop, _ scenario: Scenario) throws(RunSetupError) -> (any FaultTarget, ClientEndpoint) {
+    func startEmbeddedServer(on loop: EventLoop, _ scenario: Scenario, tls: TLSContext?) throws(RunSetupError) -> (any FaultTarget, ClientEndpoint) {
         let server: ChatServer
-        do { server = try ChatServer(loop: loop, address: Scenario.embeddedListenAddress) } catch { throw embeddedServerError(error) }
+        do { server = try ChatServer(loop: loop, address: Scenario.embeddedListenAddress, tls: tls) } catch { throw embeddedServerError(error) }
         return (server, embeddedEndpoint(scenario, address: .ipv4(0x7F00_0001, port: server.port), port: Int(server.port)))
     }
 
@@ -37,6 +37,7 @@ struct ChatKind: WorkloadKind {
     func makeClients(_ setup: LoopClientsSetup) throws(RunSetupError) -> any LoopWorkload {
         guard case .webSocket(var ws) = setup.endpoint else { throw RunSetupError("the chat workload needs a WebSocket endpoint") }
         ws.addresses = setup.perClient(ws.addresses)
+        ws.tls = setup.tls
         let s = setup.scenario
         let clients = WebSocketClients(loop: setup.loop, endpoint: ws, clientCount: setup.clients.count, random: setup.random)
         var plan = ChatWorkload.Plan(totalClients: s.clients, globalIndices: setup.clients, connectRate: s.connectRate,

@@ -16,10 +16,10 @@ struct RestKind: WorkloadKind {
         interval.histograms[LatencyMetric.roundTrip.rawValue].totalCount > 0 ? [.roundTrip] : [.http2xx, .http3xx]
     }
 
-    func startEmbeddedServer(on loop: EventLoop, _ scenario: Scenario) throws(RunSetupError) -> (any FaultTarget, ClientEndpoint) {
+    func startEmbeddedServer(on loop: EventLoop, _ scenario: Scenario, tls: TLSContext?) throws(RunSetupError) -> (any FaultTarget, ClientEndpoint) {
         let configuration = try embeddedConfiguration(scenario)
         let server: RestServer
-        do { server = try RestServer(loop: loop, address: Scenario.embeddedListenAddress, configuration: configuration) } catch {
+        do { server = try RestServer(loop: loop, address: Scenario.embeddedListenAddress, configuration: configuration, tls: tls) } catch {
             throw embeddedServerError(error)
         }
         return (server, embeddedEndpoint(scenario, address: .ipv4(0x7F00_0001, port: server.port), port: Int(server.port)))
@@ -60,6 +60,7 @@ struct RestKind: WorkloadKind {
                             token: setup.token, extraHeaderLines: setup.headerLines, connectTimeoutNs: nanoseconds(s.connectTimeoutSeconds),
                             sourceAddresses: s.sourceAddressValues)
         plan.addresses = setup.perClient(addresses)
+        plan.tls = setup.tls
         plan.loadModel = s.loadModel
         plan.thinkTimeNs = nanoseconds(s.thinkTimeSeconds)
         return RestClients(loop: setup.loop, plan: plan, random: setup.random)

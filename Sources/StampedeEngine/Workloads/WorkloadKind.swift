@@ -17,9 +17,9 @@ protocol WorkloadKind: Sendable {
     func expectsFanout(_ scenario: Scenario) -> Bool
     /// The latency histograms the progress line's percentiles merge, given an interval's measurements.
     func progressLatency(_ interval: MetricsShard) -> [LatencyMetric]
-    /// Starts the embedded reference server on `loop` (not yet running); returns it and where
-    /// the clients connect.
-    func startEmbeddedServer(on loop: EventLoop, _ scenario: Scenario) throws(RunSetupError) -> (any FaultTarget, ClientEndpoint)
+    /// Starts the embedded reference server on `loop` (not yet running), over TLS with `tls`;
+    /// returns it and where the clients connect.
+    func startEmbeddedServer(on loop: EventLoop, _ scenario: Scenario, tls: TLSContext?) throws(RunSetupError) -> (any FaultTarget, ClientEndpoint)
     /// `stampede serve` arguments (and environment) for the embedded server in a child process.
     func serveArguments(_ scenario: Scenario) throws(RunSetupError) -> (arguments: [String], environment: [String: String])
     /// Where clients connect to the embedded server listening at `address` (port `port`).
@@ -69,6 +69,8 @@ struct LoopClientsSetup {
     var token: String?
     /// The scenario's extra headers as request lines.
     var headerLines: [UInt8]
+    /// The run's TLS client context (nil: plain TCP).
+    var tls: ClientTLS?
 
     /// The target address of each of this loop's clients when the target has several: global
     /// client `i` gets `addresses[i % count]`, whichever loop it runs on (the workloads index
