@@ -473,7 +473,10 @@ struct ServeTLSOptions: ParsableArguments {
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else { throw ValidationError("\(flag) \(path): no such file") }
         guard !isFolder.boolValue else { throw ValidationError("\(flag) \(path): is a folder, not a file") }
         // A PEM file is small; a huge one is a wrong file, not worth reading whole.
-        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+        let attributes = (try? FileManager.default.attributesOfItem(atPath: URL(fileURLWithPath: path).resolvingSymlinksInPath().path)) ?? [:]
+        // A device or pipe (/dev/zero, a FIFO) could be read forever.
+        guard attributes[.type] as? FileAttributeType == .typeRegular else { throw ValidationError("\(flag) \(path): not a regular file") }
+        let size = attributes[.size] as? Int ?? 0
         guard size <= 1 << 20 else { throw ValidationError("\(flag) \(path): larger than 1 MiB, not a PEM file") }
         guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("\(flag) \(path): cannot read it (permissions?)") }
         return String(decoding: data, as: UTF8.self)

@@ -166,6 +166,7 @@ import Testing
         (["--tls-cert", "{folder}/missing.pem", "--tls-key", "{key}"], "--tls-cert {folder}/missing.pem: no such file"),
         (["--tls-cert", "{cert}", "--tls-key", "{folder}"], "--tls-key {folder}: is a folder"),
         (["--tls-cert", "{key}", "--tls-key", "{key}"], "--tls-cert {key}: not a usable PEM certificate"),
+        (["--tls-cert", "/dev/zero", "--tls-key", "{key}"], "--tls-cert /dev/zero: not a regular file"),
         (["--tls-cert", "{cert}", "--tls-key", "{otherKey}"], "--tls-key {otherKey}: not a PEM private key, or not the key of --tls-cert {cert}"),
         (["--tls-self-signed", "--tls-cert-out", "{folder}/no/such/folder/x.pem"], "--tls-cert-out: cannot write"),
     ]
