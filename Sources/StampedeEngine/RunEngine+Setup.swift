@@ -44,7 +44,7 @@ extension RunEngine {
             let setup = LoopClientsSetup(scenario: scenario, loop: loop, endpoint: endpoint,
                                          clients: Array(stride(from: i, to: scenario.clients, by: count)),
                                          random: FastRandom(seed: scenario.seed &+ UInt64(i) &* 0x1000_0001),
-                                         token: token, headerLines: headerLines)
+                                         token: token, headerLines: headerLines, tls: clientTLS)
             workloads.append(try kind.makeClients(setup))
             loops.append(loop)
             loop.start(name: "stampede-loop-\(i)")

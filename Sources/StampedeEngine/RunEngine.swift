@@ -91,6 +91,10 @@ public final class RunEngine {
     var targetInChildProcess = false
     var childTarget: ChildTarget?
     var childAdmin: AdminEndpoint?
+    /// The clients' TLS (`tls:`), nil for plain TCP.
+    var clientTLS: ClientTLS?
+    /// The embedded target's throw-away certificate, when it serves TLS.
+    var embeddedCertificatePEM: String?
 
     public init(scenario: Scenario, options: RunOptions) {
         self.scenario = scenario
@@ -110,6 +114,7 @@ public final class RunEngine {
         // Before the target starts: a setup that fails half-way still stops what it started.
         defer { shutdown(interrupted: options.interrupt.isRaised) }
         let endpoint = try startTarget()
+        clientTLS = try makeClientTLS(embeddedCertificatePEM: embeddedCertificatePEM)
         let loopCount = plan.loopCount
         try startLoops(count: loopCount, endpoint: endpoint)
 
@@ -218,6 +223,7 @@ public final class RunEngine {
         record.generator.peakProcessCPUPercent = gauges.peakProcessCPUPercent
         record.generator.peakClientLoopCPUPercent = gauges.peakLoopCPUPercent
         record.baselineConnectPhase = eventBook.baselineWindow
+        record.tlsFailureReasons = clientTLS?.context.handshakeCounts.reasons
         var outcome = RunOutcome(record: record, summary: ResultsWriter.summary(of: record), resultsFolder: nil, writeError: nil,
                                  exitCode: fatal != nil ? 1 : partialReason != nil ? 130 : 0)
         do {

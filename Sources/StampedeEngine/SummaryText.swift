@@ -25,6 +25,13 @@ public enum SummaryText {
         if !s.hubErrors.isEmpty {
             out.append("  hub errors   " + s.hubErrors.sorted { $0.value > $1.value }.prefix(3).map { "\($0.value) × \($0.key)" }.joined(separator: "; "))
         }
+        if let t = s.tls {
+            var line = "  TLS          handshakes \(t.handshakes)  resumed \(t.resumed)"
+            if !t.failureReasons.isEmpty {
+                line += "  failed: " + t.failureReasons.sorted { $0.value > $1.value }.prefix(3).map { "\($0.value) × \($0.key)" }.joined(separator: "; ")
+            }
+            out.append(line)
+        }
         if !s.upgradeStatuses.isEmpty {
             out.append("  HTTP statuses  " + s.upgradeStatuses.sorted { $0.key < $1.key }.map { "\($0.key) × \($0.value)" }.joined(separator: ", "))
         }

@@ -70,12 +70,13 @@ extension EventLoop {
     /// Starts a non-blocking connect from `source` (IPv4 or IPv6; ignored when its family is not
     /// the destination's). Returns the connection, or the errno of an immediate failure.
     /// With `tls`, the TLS handshake runs after the TCP connect and `connectCompleted` comes once it
-    /// is done (see EventLoop+TLS.swift); the connect timeout covers both.
+    /// is done (see EventLoop+TLS.swift); the connect timeout covers both. `tlsSession` says
+    /// whether the handshake tries to resume a session kept earlier (see `TLSSessionReuse`).
     public func connect(to address: SocketAddress, fromAddress source: SocketAddress?, timeoutNs: UInt64,
-                        tls: TLSContext? = nil) -> Result<ConnectionID, LoopError> {
+                        tls: TLSContext? = nil, tlsSession: TLSSessionReuse = .none) -> Result<ConnectionID, LoopError> {
         var stream = ByteStream.plainTCP
         if let tls {
-            guard let s = makeTLSStream(tls) else { return .failure(LoopError(operation: "SSL_new", errno: ENOMEM)) }
+            guard let s = makeTLSStream(tls, reuse: tlsSession) else { return .failure(LoopError(operation: "SSL_new", errno: ENOMEM)) }
             stream = s
         }
         let fd = cs_socket_tcp(address.family)

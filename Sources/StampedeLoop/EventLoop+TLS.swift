@@ -11,8 +11,29 @@ import Glibc
 extension EventLoop {
     /// A slot for a connection that speaks TLS through `context`, or nil when OpenSSL could not
     /// make one (out of memory, an unusable server name).
-    func makeTLSStream(_ context: TLSContext) -> ByteStream? {
-        TLSConnection(context: context).map { .tls($0) }
+    func makeTLSStream(_ context: TLSContext, reuse: TLSSessionReuse = .none) -> ByteStream? {
+        TLSConnection(context: context, reuse: reuse).map { .tls($0) }
+    }
+
+    /// How `id`'s TLS handshake went: nil for a plain connection or one still handshaking.
+    /// Ask in `connectCompleted` or `accepted`.
+    public func tlsHandshake(of id: ConnectionID) -> TLSHandshakeResult? {
+        guard let i = slotIndex(id), slots[i].state == .stream, case .tls(let t) = slots[i].stream else { return nil }
+        return TLSHandshakeResult(durationNs: t.handshakeDurationNs, resumed: t.resumed)
+    }
+
+    /// The protocol the server chose by ALPN for `id` (RFC 7301), or nil.
+    public func tlsALPNProtocol(of id: ConnectionID) -> String? {
+        guard let i = slotIndex(id), slots[i].state == .stream, case .tls(let t) = slots[i].stream else { return nil }
+        return t.alpnProtocol
+    }
+
+    /// The TCP connection is up: the handshake starts (its duration is measured from here).
+    func startHandshake(_ i: Int, id: ConnectionID) {
+        guard case .tls(let t) = slots[i].stream else { return }
+        t.handshakeStartNs = Self.now()
+        slots[i].state = .handshaking
+        advanceHandshake(i, id: id)
     }
 
     /// Accepted `fd` on a TLS listener: the handshake starts; the handler hears of it when done.
@@ -23,6 +44,7 @@ extension EventLoop {
             return
         }
         t.listener = listener
+        t.handshakeStartNs = Self.now()
         let id = allocateSlot(fd: fd, state: .handshaking)
         slots[Int(id.index)].stream = .tls(t)
         let (epfd, i) = (epfd, Int(id.index))
@@ -54,7 +76,9 @@ extension EventLoop {
         case .failed(let e):
             handshakeEnded(i, id: id, error: e)
         case .done:
-            t.context.counts.withLock { $0.completed += 1 }
+            t.handshakeDurationNs = Self.now() &- t.handshakeStartNs
+            let resumed = t.resumed
+            t.context.counts.withLock { $0.completed += 1; if resumed { $0.resumed += 1 } }
             slots[i].state = .stream
             slots[i].pollingOut = t.hasPendingCiphertext
             updateInterestAfterHandshake(i, id: id)

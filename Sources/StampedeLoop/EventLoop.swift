@@ -259,8 +259,7 @@ public final class EventLoop: @unchecked Sendable {
                 }
                 slots[i].pollingOut = false
                 if case .tls = slots[i].stream {
-                    slots[i].state = .handshaking
-                    advanceHandshake(i, id: id)
+                    startHandshake(i, id: id)
                     return
                 }
                 slots[i].state = .stream

@@ -15,14 +15,19 @@ public final class TLSConnection: @unchecked Sendable {
     let context: TLSContext
     /// Server side: the listener that accepted it, announced to the handler once the handshake is done.
     var listener: ConnectionID?
+    /// When the TCP connection was established (the handshake's start), then how long the
+    /// handshake took once it is done.
+    var handshakeStartNs: UInt64 = 0
+    var handshakeDurationNs: UInt64 = 0
 
-    init?(context: TLSContext) {
+    init?(context: TLSContext, reuse: TLSSessionReuse = .none) {
         guard let ssl = SSL_new(context.ctx) else { return nil }
         var r: OpaquePointer? = nil, w: OpaquePointer? = nil
         guard cst_attach_memory_bios(ssl, &r, &w) == 1, let r, let w else { SSL_free(ssl); return nil }
         _ = cst_set_connection_modes(ssl)
         if context.role == .client {
             if let name = context.serverName, cst_set_peer_name(ssl, name) != 1 { SSL_free(ssl); return nil }
+            context.prepare(ssl, for: reuse)
             SSL_set_connect_state(ssl)
         } else {
             SSL_set_accept_state(ssl)
@@ -32,6 +37,18 @@ public final class TLSConnection: @unchecked Sendable {
     }
 
     deinit { SSL_free(ssl) }  // frees both BIOs
+
+    /// Whether the finished handshake resumed an earlier session.
+    var resumed: Bool { SSL_session_reused(ssl) == 1 }
+
+    /// The ALPN protocol the peer chose, if any.
+    var alpnProtocol: String? {
+        var data: UnsafePointer<UInt8>? = nil
+        var length: UInt32 = 0
+        SSL_get0_alpn_selected(ssl, &data, &length)
+        guard let data, length > 0 else { return nil }
+        return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
+    }
 
     enum HandshakeStep: Equatable { case done, waiting, failed(Int32) }
 

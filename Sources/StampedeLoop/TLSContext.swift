@@ -56,26 +56,38 @@ public final class TLSContext: @unchecked Sendable {
         public var completed = 0
         public var failed: [TLSFailure: Int] = [:]
         public var timeouts = 0
+        /// Handshakes that resumed an earlier session (client contexts with session tickets).
+        public var resumed = 0
         public var lastFailureReason = ""
+        /// How many failures each OpenSSL reason ended (the first `maxReasons` distinct reasons;
+        /// later ones are counted under "other").
+        public var reasons: [String: Int] = [:]
+        static let maxReasons = 32
     }
     let counts = Mutex(Counts())
+    /// Client sessions kept for resumption, one per key (a simulated client), the newest each
+    /// client was given (see TLSContext+Client.swift).
+    let sessions = Mutex<[Int: KeptSession]>([:])
+
+    /// An `SSL_SESSION` reference: immutable once made, so any thread may resume from it.
+    struct KeptSession: @unchecked Sendable { let pointer: OpaquePointer }
 
     /// A client context: verifies the server against `caFile` (PEM), or the system store when
     /// nil, unless `verify` is false.
-    public init(clientCAFile caFile: String? = nil, verify: Bool = true, serverName: String? = nil) throws(TLSSetupError) {
+    public convenience init(clientCAFile caFile: String? = nil, verify: Bool = true, serverName: String? = nil) throws(TLSSetupError) {
+        var c = TLSClientConfiguration()
+        c.caFile = caFile; c.verify = verify; c.serverName = serverName
+        try self.init(client: c)
+    }
+
+    /// A client context as `configuration` describes (the scenario's `tls:` block).
+    public init(client configuration: TLSClientConfiguration) throws(TLSSetupError) {
         guard let ctx = SSL_CTX_new(TLS_client_method()) else { throw TLSSetupError(description: "SSL_CTX_new: \(Self.takeErrors())") }
         self.ctx = ctx
         role = .client
-        self.serverName = serverName
+        serverName = configuration.serverName
         handshakeTimeoutNs = 10_000_000_000
-        _ = cst_ctx_set_min_tls12(ctx)
-        if verify {
-            let ok = caFile.map { SSL_CTX_load_verify_locations(ctx, $0, nil) } ?? SSL_CTX_set_default_verify_paths(ctx)
-            guard ok == 1 else { throw TLSSetupError(description: "CA \(caFile ?? "system store"): \(Self.takeErrors())") }
-            SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
-        } else {
-            SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nil)
-        }
+        try configureClient(configuration)
     }
 
     /// A server context with its certificate chain and private key (PEM files).
@@ -94,13 +106,21 @@ public final class TLSContext: @unchecked Sendable {
         }
     }
 
-    deinit { SSL_CTX_free(ctx) }
+    deinit {
+        sessions.withLock { for s in $0.values { SSL_SESSION_free(s.pointer) } }
+        SSL_CTX_free(ctx)
+    }
 
     /// The handshake outcomes so far.
     public var handshakeCounts: Counts { counts.withLock { $0 } }
 
     func noteFailure(_ failure: TLSFailure, reason: String) {
-        counts.withLock { $0.failed[failure, default: 0] += 1; $0.lastFailureReason = reason }
+        counts.withLock {
+            $0.failed[failure, default: 0] += 1
+            $0.lastFailureReason = reason
+            let key = $0.reasons[reason] != nil || $0.reasons.count < Counts.maxReasons ? reason : "other"
+            $0.reasons[key, default: 0] += 1
+        }
     }
 
     /// OpenSSL's error queue as text (emptied).

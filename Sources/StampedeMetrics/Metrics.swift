@@ -12,6 +12,8 @@ public enum LatencyMetric: Int, CaseIterable, Sendable, Codable {
     case fanoutUncorrected
     /// TCP three-way handshake (connect() until writable).
     case tcpConnect
+    /// TLS: TCP connection established → TLS handshake done (full and resumed together).
+    case tlsHandshake
     /// WebSocket upgrade request sent → 101 response parsed (hub clients: transport request →
     /// transport usable, for SSE and long polling too).
     case upgrade
@@ -52,6 +54,7 @@ public enum LatencyMetric: Int, CaseIterable, Sendable, Codable {
         case .http5xx: "http_5xx"
         case .httpUncorrected: "http_uncorrected"
         case .staleness: "staleness"
+        case .tlsHandshake: "tls_handshake"
         }
     }
 }
@@ -113,6 +116,9 @@ public enum Counter: Int, CaseIterable, Sendable, Codable {
     case redirectsFollowed
     case rateLimitHeadersSeen
     case retryAfterSeen
+    /// TLS handshakes completed by clients, and those that resumed an earlier session.
+    case tlsHandshakes
+    case tlsResumed
 
     public var key: String {
         switch self {
@@ -153,6 +159,8 @@ public enum Counter: Int, CaseIterable, Sendable, Codable {
         case .redirectsFollowed: "redirects_followed"
         case .rateLimitHeadersSeen: "rate_limit_headers_seen"
         case .retryAfterSeen: "retry_after_seen"
+        case .tlsHandshakes: "tls_handshakes"
+        case .tlsResumed: "tls_resumed"
         }
     }
 }
@@ -222,6 +230,14 @@ public enum ErrorClass: Int, CaseIterable, Sendable, Codable {
     /// An attempt (TCP connect, upgrade, negotiate, handshake, join, a REST request in flight)
     /// cut off by the end of the run or an interrupt: nothing failed, the run stopped waiting.
     case interrupted
+    /// TLS: the server refused the handshake (an alert: no shared version or cipher, our client
+    /// certificate refused), or reset or closed the connection during it.
+    case tlsHandshakeFailed
+    /// TLS: the server's certificate did not verify (unknown CA, expired, wrong host name); the
+    /// run's `tls` section has OpenSSL's reasons.
+    case tlsVerifyFailed
+    /// TLS: the server does not speak TLS (a plain HTTP or WebSocket server on a TLS port).
+    case tlsProtocolError
 
     public var key: String {
         switch self {
@@ -248,6 +264,9 @@ public enum ErrorClass: Int, CaseIterable, Sendable, Codable {
         case .unexpectedReply: "unexpected_reply"
         case .responseTimeout: "response_timeout"
         case .interrupted: "interrupted"
+        case .tlsHandshakeFailed: "tls_handshake_failed"
+        case .tlsVerifyFailed: "tls_verify_failed"
+        case .tlsProtocolError: "tls_protocol_error"
         }
     }
 }

@@ -112,7 +112,11 @@ public enum ResultsWriter {
             files: fileNames(for: t) + record.storms.flatMap { [stormFileName($0.number)] + ($0.command != nil ? [commandLogFileName($0.number)] : []) },
             counters: Dictionary(uniqueKeysWithValues: Counter.allCases.map { ($0.key, t[$0]) }),
             hubErrors: t.hubErrorMessages,
-            storms: record.storms.map { stormSummary($0, baseline: record.baselineConnectPhase) }, rest: restSummary(record))
+            storms: record.storms.map { stormSummary($0, baseline: record.baselineConnectPhase) }, rest: restSummary(record),
+            tls: record.tlsFailureReasons.map { reasons in
+                RunSummary.TLS(handshakes: t[.tlsHandshakes], resumed: t[.tlsResumed],
+                               failureReasons: reasons.mapValues { UInt64($0) })
+            })
     }
 
     static func restSummary(_ record: RunRecord) -> RunSummary.Rest? {
@@ -377,7 +381,7 @@ extension LatencyMetric {
         switch self {
         case .roundTrip, .fanout, .streamItem, .http2xx, .http3xx, .http4xx, .http5xx: .corrected
         case .roundTripUncorrected, .fanoutUncorrected, .httpUncorrected: .uncorrected
-        case .tcpConnect, .upgrade, .negotiate, .handshake, .pingRoundTrip, .staleness: .notApplicable
+        case .tcpConnect, .tlsHandshake, .upgrade, .negotiate, .handshake, .pingRoundTrip, .staleness: .notApplicable
         }
     }
 

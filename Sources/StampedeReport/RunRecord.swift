@@ -31,6 +31,9 @@ public struct RunRecord: Sendable {
     /// Connect-phase latencies before the first event (ramp-up and steady load): the baseline
     /// each event's window is compared with.
     public var baselineConnectPhase = EventWindow()
+    /// TLS runs: the clients' handshake failures by OpenSSL's reason ("certificate has
+    /// expired" …); nil when the clients spoke plain TCP.
+    public var tlsFailureReasons: [String: Int]? = nil
 
     public init(scenario: Scenario, startedAt: Date, endedAt: Date, partial: Bool, partialReason: String?, fatalError: String?,
                 totals: MetricsShard, intervals: [IntervalSample], environment: RunEnvironment, peakOpenConnections: Int,

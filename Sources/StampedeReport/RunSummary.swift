@@ -42,6 +42,24 @@ public struct RunSummary: Codable, Sendable, Equatable {
     public var storms: [Storm]
     /// REST workloads: answers by status, the 304 ratio, staleness and rate limits; nil otherwise.
     public var rest: Rest? = nil
+    /// TLS runs: handshakes, resumptions and failure reasons; nil when the clients spoke plain TCP.
+    public var tls: TLS? = nil
+
+    /// What the clients' TLS handshakes did.
+    public struct TLS: Codable, Sendable, Equatable {
+        /// Handshakes completed (also `counters.tls_handshakes`), and those that resumed a session.
+        public var handshakes: UInt64
+        public var resumed: UInt64
+        /// Failed handshakes by OpenSSL's reason (their classes are in `errors`: tls_*).
+        public var failureReasons: [String: UInt64]
+        enum CodingKeys: String, CodingKey {
+            case handshakes, resumed
+            case failureReasons = "failure_reasons"
+        }
+        public init(handshakes: UInt64, resumed: UInt64, failureReasons: [String: UInt64]) {
+            self.handshakes = handshakes; self.resumed = resumed; self.failureReasons = failureReasons
+        }
+    }
 
     /// What the ETag-polling clients saw.
     public struct Rest: Codable, Sendable, Equatable {
@@ -231,9 +249,11 @@ public struct RunSummary: Codable, Sendable, Equatable {
         scenario: ScenarioInfo, environment: EnvironmentInfo, phasesSeconds: Phases, connections: Connections,
         messages: Messages, bytes: Bytes, latencyMicros: [String: Latency], latencyCorrection: LatencyCorrection,
         errors: [String: UInt64], errorsTotal: UInt64, upgradeStatuses: [String: UInt64], generator: Generator, files: [String],
-        counters: [String: UInt64] = [:], hubErrors: [String: UInt64] = [:], storms: [Storm] = [], rest: Rest? = nil
+        counters: [String: UInt64] = [:], hubErrors: [String: UInt64] = [:], storms: [Storm] = [], rest: Rest? = nil,
+        tls: TLS? = nil
     ) {
         self.rest = rest
+        self.tls = tls
         self.counters = counters
         self.hubErrors = hubErrors
         self.storms = storms
@@ -258,7 +278,7 @@ public struct RunSummary: Codable, Sendable, Equatable {
         case upgradeStatuses = "upgrade_statuses"
         case generator, files, counters
         case hubErrors = "hub_errors"
-        case storms, rest
+        case storms, rest, tls
     }
 
     // Written by hand only so that nil optionals become `null` instead of disappearing.
@@ -285,6 +305,7 @@ public struct RunSummary: Codable, Sendable, Equatable {
         try c.encode(hubErrors, forKey: .hubErrors)
         try c.encode(storms, forKey: .storms)
         try c.encode(rest, forKey: .rest)
+        try c.encode(tls, forKey: .tls)
     }
 
     /// The summary as written to summary.json: pretty-printed, keys sorted, trailing newline.

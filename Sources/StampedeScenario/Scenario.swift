@@ -49,6 +49,10 @@ public struct Scenario: Sendable, Equatable {
     public var whileDisconnected: DisconnectedSends = .drop
     /// REST workloads only: what each client polls and how it reads the answers.
     public var rest: RestSpec? = nil
+    /// TLS settings: set for every `wss://` and `https://` target (defaults when the scenario has
+    /// no `tls:` block), and for `target: embedded` with a `tls:` block (the embedded server then
+    /// serves TLS); nil means plain TCP.
+    public var tls: TLSSpec? = nil
     /// Admin endpoint of a `stampede serve` target, for `server` events against it.
     public var targetAdmin: AdminEndpoint? = nil
 
@@ -92,17 +96,25 @@ public enum ResolvePolicy: String, Sendable, Equatable, CaseIterable {
 public enum Target: Sendable, Equatable, CustomStringConvertible {
     /// The reference server, started in the same process on its own event loop.
     case embedded
-    /// `ws://host:port/path`.
+    /// `ws://host:port/path` or `wss://…` (`url.secure`).
     case webSocket(url: WebSocketURL)
-    /// `http://host:port/path`: a SignalR hub's or a REST API's base URL.
+    /// `http://host:port/path` or `https://…`: a SignalR hub's or a REST API's base URL.
     case http(url: WebSocketURL)
+
+    /// A `wss://` or `https://` URL.
+    public var isSecure: Bool {
+        switch self {
+        case .embedded: false
+        case .webSocket(let url), .http(let url): url.secure
+        }
+    }
 
     /// "embedded" or the URL, as a user would write it.
     public var description: String {
         switch self {
         case .embedded: "embedded"
         case .webSocket(let url): url.description
-        case .http(let url): "http" + url.description.dropFirst(2)
+        case .http(let url): (url.secure ? "https" : "http") + url.description.dropFirst(url.secure ? 3 : 2)
         }
     }
 }
@@ -114,10 +126,21 @@ public struct WebSocketURL: Sendable, Equatable, CustomStringConvertible {
     public var port: Int
     /// Path and query, starting with `/`.
     public var path: String
-    public init(host: String, port: Int, path: String) { self.host = host; self.port = port; self.path = path }
+    /// `wss://` or `https://`: the connection speaks TLS (see `Scenario.tls`).
+    public var secure: Bool
+    public init(host: String, port: Int, path: String, secure: Bool = false) {
+        self.host = host; self.port = port; self.path = path; self.secure = secure
+    }
+    /// As a WebSocket URL (`ws://` or `wss://`).
     public var description: String {
         let h = host.contains(":") ? "[\(host)]" : host
-        return "ws://\(h):\(port)\(path)"
+        return "\(secure ? "wss" : "ws")://\(h):\(port)\(path)"
+    }
+    /// The URL with the TLS scheme, for messages that suggest it.
+    var secureSchemeHint: String {
+        var u = self
+        u.secure = true
+        return u.description
     }
 }
 

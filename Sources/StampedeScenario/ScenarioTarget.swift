@@ -9,19 +9,14 @@ func parseTarget(_ text: String) -> Result<Target, TargetProblem> {
     if text == "embedded" { return .success(.embedded) }
     guard let schemeEnd = text.range(of: "://") else {
         return .failure(
-            TargetProblem("expected 'embedded', a ws://HOST:PORT/PATH or an http://HOST:PORT/PATH URL, got '\(text)'"))
+            TargetProblem("expected 'embedded', a ws[s]://HOST:PORT/PATH or an http[s]://HOST:PORT/PATH URL, got '\(text)'"))
     }
     let scheme = text[..<schemeEnd.lowerBound].lowercased()
-    guard scheme == "ws" || scheme == "http" else {
-        if scheme == "wss" {
-            return .failure(TargetProblem("wss:// (TLS) is not supported: use a ws:// URL"))
-        }
-        if scheme == "https" {
-            return .failure(TargetProblem("https:// (TLS) is not supported: use an http:// URL"))
-        }
+    guard ["ws", "wss", "http", "https"].contains(scheme) else {
         return .failure(
-            TargetProblem("unsupported scheme '\(scheme)://': target must be 'embedded', a ws:// URL or an http:// URL"))
+            TargetProblem("unsupported scheme '\(scheme)://': target must be 'embedded', a ws:// or wss:// URL, or an http:// or https:// URL"))
     }
+    let secure = scheme == "wss" || scheme == "https"
     let rest = text[schemeEnd.upperBound...]
     guard !rest.contains("#") else {
         return .failure(TargetProblem("a target URL cannot have a fragment ('#...')"))
@@ -61,7 +56,7 @@ func parseTarget(_ text: String) -> Result<Target, TargetProblem> {
         return .failure(TargetProblem("the target URL has no host"))
     }
 
-    var port = 80
+    var port = secure ? 443 : 80
     if let portText {
         guard !portText.isEmpty, portText.count <= 5, portText.allSatisfy(\.isASCIIDigit), let value = Int(portText),
             (1...65535).contains(value)
@@ -84,8 +79,8 @@ func parseTarget(_ text: String) -> Result<Target, TargetProblem> {
     guard path.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
         return .failure(TargetProblem("the target URL's path may only contain printable ASCII without spaces (percent-encode the rest)"))
     }
-    let url = WebSocketURL(host: String(host), port: port, path: path)
-    return .success(scheme == "http" ? .http(url: url) : .webSocket(url: url))
+    let url = WebSocketURL(host: String(host), port: port, path: path, secure: secure)
+    return .success(scheme.hasPrefix("http") ? .http(url: url) : .webSocket(url: url))
 }
 
 /// Why `host` (not bracketed) is neither a dotted-quad IPv4 address nor a DNS host name, or nil.
@@ -149,13 +144,13 @@ extension ScenarioLoader {
         switch (workload, target) {
         case (_, .embedded), (.chat, .webSocket), (.hub, .http), (.rest, .http): return nil
         case (.rest, .webSocket):
-            return "the rest workload needs 'embedded' or the API's http:// base URL, got a ws:// URL"
+            return "the rest workload needs 'embedded' or the API's http:// or https:// base URL, got a ws:// URL"
         case (.chat, .http):
-            return "the chat workload needs 'embedded' or a ws:// URL; an http:// target is a SignalR hub's URL, "
+            return "the chat workload needs 'embedded' or a ws:// or wss:// URL; an http:// target is a SignalR hub's URL, "
                 + "for 'workload: hub'"
         case (.hub, .webSocket):
-            return "the hub workload needs 'embedded' or the hub's http:// URL (Stampede switches to ws:// itself "
-                + "for the WebSockets transport), got a ws:// URL"
+            return "the hub workload needs 'embedded' or the hub's http:// or https:// URL (Stampede switches to ws:// or "
+                + "wss:// itself for the WebSockets transport), got a ws:// URL"
         }
     }
 }

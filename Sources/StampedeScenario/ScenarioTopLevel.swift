@@ -165,6 +165,11 @@ extension Reader {
             if let n = f["timeout"] { h.timeoutSeconds = try self.duration(n, field: "heartbeat.timeout", allowZero: false) }
             scenario.heartbeat = h
         }
+        if let node = fields["tls"] {
+            scenario.tls = try tlsSpec(node, target: target)
+        } else if target.isSecure {
+            scenario.tls = TLSSpec()
+        }
         if let node = fields["target_admin"] {
             scenario.targetAdmin = try adminEndpoint(node)
         }
@@ -228,7 +233,7 @@ extension Reader {
     }
 
     private func targetValue(_ node: Node) throws(ScenarioError) -> Target {
-        let text = try string(node, field: "target", expecting: "'embedded' or a ws:// or http:// URL")
+        let text = try string(node, field: "target", expecting: "'embedded' or a ws://, wss://, http:// or https:// URL")
         switch parseTarget(text) {
         case .success(let target): return target
         case .failure(let problem): throw error(at: node, field: "target", problem.message)

@@ -49,12 +49,20 @@ public protocol LoopWorkload: AnyObject, Sendable {
 }
 
 extension ErrorClass {
-    /// The class of a failed connect() (or its asynchronous completion), by errno.
+    /// The class of a failed connect() (or its asynchronous completion, TLS handshake included):
+    /// an errno or a `TLSFailure` raw value. A handshake that stalls is a connect timeout.
     static func connectFailure(_ e: Int32) -> ErrorClass {
+        if let tls = TLSFailure(connectError: e) {
+            switch tls {
+            case .handshakeFailed, .closedDuringHandshake: return .tlsHandshakeFailed
+            case .verifyFailed: return .tlsVerifyFailed
+            case .protocolError: return .tlsProtocolError
+            }
+        }
         switch e {
-        case ECONNREFUSED: .connectRefused
-        case ETIMEDOUT: .connectTimeout
-        default: .connectError
+        case ECONNREFUSED: return .connectRefused
+        case ETIMEDOUT: return .connectTimeout
+        default: return .connectError
         }
     }
 }

@@ -50,6 +50,8 @@ public struct WebSocketEndpoint: Sendable {
     public var sourceAddresses: [SocketAddress]
     /// Every address of the target (client `i` connects to `addresses[i % count]`); empty means `address` alone.
     public var addresses: [SocketAddress] = []
+    /// `wss://`: the run's TLS client context (nil: plain TCP).
+    public var tls: ClientTLS? = nil
 
     public init(address: SocketAddress, host: String, path: String, subprotocol: String? = nil, headers: [(String, String)] = [],
                 connectTimeoutNs: UInt64 = 10_000_000_000, upgradeTimeoutNs: UInt64 = 10_000_000_000,
@@ -142,7 +144,7 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
         let source = endpoint.sourceAddresses.isEmpty ? nil : endpoint.sourceAddresses[client % endpoint.sourceAddresses.count]
         clients[client].connectStartNs = EventLoop.now()
         let target = endpoint.addresses.isEmpty ? endpoint.address : endpoint.addresses[client % endpoint.addresses.count]
-        switch loop.connect(to: target, fromAddress: source, timeoutNs: endpoint.connectTimeoutNs) {
+        switch loop.connectClient(to: target, from: source, timeoutNs: endpoint.connectTimeoutNs, tls: endpoint.tls, client: client, random: &random) {
         case .failure(let error):
             carryOut(client, clients[client].session.connectFailed(errno: error.errno))
         case .success(let id):
@@ -299,7 +301,7 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
             return
         }
         let now = EventLoop.now()
-        metrics.record(.tcpConnect, nanoseconds: now - clients[c].connectStartNs)
+        metrics.recordConnected(id, loop: loop, startNs: clients[c].connectStartNs, nowNs: now)
         carryOut(c, clients[c].session.connected(now: now, random: &random))
     }
 

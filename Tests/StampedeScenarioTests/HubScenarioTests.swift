@@ -213,12 +213,12 @@ func hubAcceptsLoopbackHttpTargets(url: String, host: String, port: Int, path: S
 @Test(arguments: [
     ("http://10.0.0.01/hub", "'10.0.0.01' is not an IPv4 address: write four numbers from 0 to 255 without leading zeros"),
     ("http://exa mple.com/hub", "'exa mple.com' is not a host name: use letters, digits, '-' and '.' (IPv6 addresses go in brackets)"),
-    ("https://127.0.0.1/hub", "https:// (TLS) is not supported: use an http:// URL"),
+    ("https://127.0.0.1:0/hub", "expected a port from 1 to 65535 in the target URL, got '0'"),
     ("http://127.0.0.1:99999/", "expected a port from 1 to 65535 in the target URL, got '99999'"),
     ("http://127.0.0.1/hub#x", "a target URL cannot have a fragment ('#...')"),
     (
         "ws://127.0.0.1:5000/hub",
-        "the hub workload needs 'embedded' or the hub's http:// URL (Stampede switches to ws:// itself for the WebSockets transport), got a ws:// URL"
+        "the hub workload needs 'embedded' or the hub's http:// or https:// URL (Stampede switches to ws:// or wss:// itself for the WebSockets transport), got a ws:// URL"
     ),
 ])
 func hubRejectsOtherTargets(target: String, message: String) throws {
@@ -236,7 +236,7 @@ func hubRejectsOtherTargets(target: String, message: String) throws {
     #expect(error.column == 9)
     #expect(
         error.message
-            == "the chat workload needs 'embedded' or a ws:// URL; an http:// target is a SignalR hub's URL, for 'workload: hub'")
+            == "the chat workload needs 'embedded' or a ws:// or wss:// URL; an http:// target is a SignalR hub's URL, for 'workload: hub'")
 }
 
 @Test func targetProblemChecksOverridesToo() {

@@ -384,11 +384,10 @@ func malformedTargetHostIsRejected(url: String, message: String) throws {
 }
 
 @Test(arguments: [
-    ("wss://127.0.0.1/", "wss:// (TLS) is not supported: use a ws:// URL"),
-    ("https://127.0.0.1/", "https:// (TLS) is not supported: use an http:// URL"),
-    ("ftp://127.0.0.1/", "unsupported scheme 'ftp://': target must be 'embedded', a ws:// URL or an http:// URL"),
-    ("127.0.0.1:8765", "expected 'embedded', a ws://HOST:PORT/PATH or an http://HOST:PORT/PATH URL, got '127.0.0.1:8765'"),
-    ("Embedded", "expected 'embedded', a ws://HOST:PORT/PATH or an http://HOST:PORT/PATH URL, got 'Embedded'"),
+    ("ftp://127.0.0.1/", "unsupported scheme 'ftp://': target must be 'embedded', a ws:// or wss:// URL, or an http:// or https:// URL"),
+    ("127.0.0.1:8765", "expected 'embedded', a ws[s]://HOST:PORT/PATH or an http[s]://HOST:PORT/PATH URL, got '127.0.0.1:8765'"),
+    ("Embedded", "expected 'embedded', a ws[s]://HOST:PORT/PATH or an http[s]://HOST:PORT/PATH URL, got 'Embedded'"),
+    ("wss://127.0.0.1:0/", "expected a port from 1 to 65535 in the target URL, got '0'"),
     ("ws://127.0.0.1:0/", "expected a port from 1 to 65535 in the target URL, got '0'"),
     ("ws://127.0.0.1:65536/", "expected a port from 1 to 65535 in the target URL, got '65536'"),
     ("ws://127.0.0.1:/", "expected a port from 1 to 65535 in the target URL, got ''"),

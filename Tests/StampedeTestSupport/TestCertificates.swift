@@ -1,22 +1,23 @@
 import Foundation
 
 /// Certificates made for one test with the `openssl` command in a temporary folder: a CA, a
-/// leaf for localhost and 127.0.0.1 signed by it, and a second CA nobody signed with. Shared by
-/// the loop's TLS tests and the interop tests (nginx, Python servers), so one recipe exists.
+/// leaf for localhost and 127.0.0.1 signed by it (server and client use: mutual TLS too), and a
+/// second CA nobody signed with. Shared by the loop's TLS tests and the interop tests (nginx,
+/// Python servers), so one recipe exists.
 public struct TestCertificates: Sendable {
     public let folder: URL
     /// The CA that signed the leaf (PEM): what a client trusts.
     public var caFile: String { folder.appendingPathComponent("ca.pem").path }
     /// A CA that signed nothing here: trusting it alone must fail verification.
     public var otherCAFile: String { folder.appendingPathComponent("other-ca.pem").path }
-    /// The leaf for DNS:localhost and IP:127.0.0.1 (PEM): what a server presents.
+    /// The leaf for DNS:localhost and IP:127.0.0.1 (PEM): what a server presents (or a client, for mutual TLS).
     public var certificateFile: String { folder.appendingPathComponent("leaf.pem").path }
     public var keyFile: String { folder.appendingPathComponent("leaf.key").path }
 
     public init() throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("stampede-tls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        try "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n"
+        try "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth,clientAuth\n"
             .write(to: folder.appendingPathComponent("leaf.ext"), atomically: true, encoding: .utf8)
         let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
         let ca = ["-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"]

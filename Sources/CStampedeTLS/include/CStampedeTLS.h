@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/pem.h>
 #include <openssl/x509v3.h>
 
 /// Per connection: give idle buffers back (an idle connection holds little memory), and let a
@@ -56,6 +57,32 @@ static inline int cst_set_peer_name(SSL *ssl, const char *name) {
     }
     if (SSL_set_tlsext_host_name(ssl, name) != 1) return 0;
     return SSL_set1_host(ssl, name);
+}
+
+/// The oldest protocol version either side offers: TLS1_2_VERSION or TLS1_3_VERSION.
+static inline int cst_ctx_set_min_version(SSL_CTX *ctx, int version) {
+    return (int)SSL_CTX_set_min_proto_version(ctx, version);
+}
+
+/// Client session caching for resumption: OpenSSL hands each new session (a TLS 1.3 ticket, or
+/// a TLS 1.2 session) to the new-session callback and keeps none itself (the run keeps one per
+/// simulated client, see TLSContext.swift).
+static inline long cst_ctx_enable_client_session_callback(SSL_CTX *ctx) {
+    return SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+}
+
+static inline int cst_ssl_set_app_data(SSL *ssl, void *data) { return SSL_set_app_data(ssl, data); }
+static inline void *cst_ssl_get_app_data(const SSL *ssl) { return SSL_get_app_data(ssl); }
+static inline int cst_ctx_set_app_data(SSL_CTX *ctx, void *data) { return SSL_CTX_set_app_data(ctx, data); }
+static inline void *cst_ctx_get_app_data(const SSL_CTX *ctx) { return SSL_CTX_get_app_data(ctx); }
+
+/// The certificate in a PEM text, or NULL.
+static inline X509 *cst_x509_from_pem(const char *pem, int length) {
+    BIO *b = BIO_new_mem_buf(pem, length);
+    if (b == NULL) return NULL;
+    X509 *x = PEM_read_bio_X509(b, NULL, NULL, NULL);
+    BIO_free(b);
+    return x;
 }
 
 static inline int cst_err_reason(unsigned long e) { return ERR_GET_REASON(e); }

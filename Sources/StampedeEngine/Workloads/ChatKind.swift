@@ -37,6 +37,7 @@ struct ChatKind: WorkloadKind {
     func makeClients(_ setup: LoopClientsSetup) throws(RunSetupError) -> any LoopWorkload {
         guard case .webSocket(var ws) = setup.endpoint else { throw RunSetupError("the chat workload needs a WebSocket endpoint") }
         ws.addresses = setup.perClient(ws.addresses)
+        ws.tls = setup.tls
         let s = setup.scenario
         let clients = WebSocketClients(loop: setup.loop, endpoint: ws, clientCount: setup.clients.count, random: setup.random)
         var plan = ChatWorkload.Plan(totalClients: s.clients, globalIndices: setup.clients, connectRate: s.connectRate,

@@ -44,6 +44,7 @@ struct HubKind: WorkloadKind {
                            connectTimeoutNs: nanoseconds(s.connectTimeoutSeconds), maxMessageBytes: s.maxMessageBytes,
                            sourceAddresses: s.sourceAddressValues, runTag: s.name)
         plan.whileDisconnected = s.whileDisconnected
+        plan.tls = setup.tls
         plan.addresses = setup.perClient(addresses)
         let address = addresses[0]
         plan.seed = s.seed

@@ -60,6 +60,7 @@ struct RestKind: WorkloadKind {
                             token: setup.token, extraHeaderLines: setup.headerLines, connectTimeoutNs: nanoseconds(s.connectTimeoutSeconds),
                             sourceAddresses: s.sourceAddressValues)
         plan.addresses = setup.perClient(addresses)
+        plan.tls = setup.tls
         plan.loadModel = s.loadModel
         plan.thinkTimeNs = nanoseconds(s.thinkTimeSeconds)
         return RestClients(loop: setup.loop, plan: plan, random: setup.random)

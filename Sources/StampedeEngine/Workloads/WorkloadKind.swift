@@ -69,6 +69,8 @@ struct LoopClientsSetup {
     var token: String?
     /// The scenario's extra headers as request lines.
     var headerLines: [UInt8]
+    /// The run's TLS client context (nil: plain TCP).
+    var tls: ClientTLS?
 
     /// The target address of each of this loop's clients when the target has several: global
     /// client `i` gets `addresses[i % count]`, whichever loop it runs on (the workloads index

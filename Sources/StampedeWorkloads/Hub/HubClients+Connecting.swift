@@ -59,7 +59,7 @@ extension HubClients {
 
     func connect(_ k: Int) -> Result<ConnectionID, LoopError> {
         let source = plan.sourceAddresses.isEmpty ? nil : plan.sourceAddresses[k % plan.sourceAddresses.count]
-        return loop.connect(to: clients[k].endpoint.address, fromAddress: source, timeoutNs: plan.connectTimeoutNs)
+        return loop.connectClient(to: clients[k].endpoint.address, from: source, timeoutNs: plan.connectTimeoutNs, tls: plan.tls, client: k, random: &random)
     }
 
     func bind(_ id: ConnectionID, _ k: Int, _ role: HubConnections.Role) {
@@ -181,7 +181,7 @@ extension HubClients {
             // The official clients give up after 100 redirects. A redirect is followed only to a
             // loopback literal: names are resolved before the run, never on the loop, and a
             // server must not be able to send the load to another machine.
-            guard clients[k].endpoint.redirects <= 100, let next = HubURL.parse(url), let nextAddress = SocketAddress(host: next.host, port: next.port),
+            guard clients[k].endpoint.redirects <= 100, let next = HubURL.parse(url, scheme: plan.tls == nil ? "http" : "https"), let nextAddress = SocketAddress(host: next.host, port: next.port),
                   nextAddress.isLoopback else {
                 fail(k, .negotiateFailed)
                 return
@@ -216,7 +216,7 @@ extension HubClients {
 
     func mainConnected(_ k: Int) {
         let id = clients[k].connections.main
-        metrics.record(.tcpConnect, nanoseconds: EventLoop.now() - clients[k].phaseStartNs)
+        metrics.recordConnected(id, loop: loop, startNs: clients[k].phaseStartNs, nowNs: EventLoop.now())
         clients[k].phaseStartNs = EventLoop.now()
         switch clients[k].endpoint.transport {
         case .webSockets:

@@ -22,6 +22,8 @@ public struct HubPlan: Sendable {
     /// Extra request headers, rendered `Name: value\r\n`.
     public var extraHeaderLines: [UInt8]
     public var connectTimeoutNs: UInt64
+    /// `https://`: the run's TLS client context for every connection (negotiate and transports; nil: plain TCP).
+    public var tls: ClientTLS? = nil
     public var maxMessageBytes: Int
     public var sourceAddresses: [SocketAddress]
     /// Every address of the target (client `k` connects to `addresses[k % count]`); empty means the clients' one address.

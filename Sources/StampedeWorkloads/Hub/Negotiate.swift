@@ -94,16 +94,17 @@ public struct HubURL: Sendable, Equatable {
         self.host = host; self.port = port; self.path = path; self.query = query
     }
 
-    /// Parses an absolute http:// URL (a negotiate redirect); nil for anything else.
-    public static func parse(_ text: String) -> HubURL? {
-        guard text.lowercased().hasPrefix("http://") else { return nil }
-        let rest = text.dropFirst(7)
+    /// Parses an absolute URL of `scheme` ("http" or "https": a negotiate redirect keeps the
+    /// run's scheme, since its TLS settings are the run's); nil for anything else.
+    public static func parse(_ text: String, scheme: String = "http") -> HubURL? {
+        guard text.lowercased().hasPrefix(scheme + "://") else { return nil }
+        let rest = text.dropFirst(scheme.count + 3)
         let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
         let authority = rest[..<authorityEnd]
         var pathAndQuery = String(rest[authorityEnd...])
         if pathAndQuery.isEmpty || pathAndQuery.hasPrefix("?") { pathAndQuery = "/" + pathAndQuery }
         var host = String(authority)
-        var port = 80
+        var port = scheme == "https" ? 443 : 80
         if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") {
             host = String(authority[authority.index(after: authority.startIndex)..<close])
             let after = authority[authority.index(after: close)...]

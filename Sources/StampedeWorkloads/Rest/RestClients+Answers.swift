@@ -41,12 +41,13 @@ extension RestClients {
         status == 301 || status == 302 || status == 303 || status == 307 || status == 308
     }
 
-    /// The same-server path a Location names (an absolute path, or an http URL of this host and
+    /// The same-server path a Location names (an absolute path, or a URL of this scheme, host and
     /// port), or nil.
     func sameOriginPath(_ location: [UInt8]) -> [UInt8]? {
         if location.first == UInt8(ascii: "/") { return location }
-        let prefix = Array("http://\(plan.host):\(plan.port)".utf8)
-        let prefixDefault = plan.port == 80 ? Array("http://\(plan.host)".utf8) : prefix
+        let (scheme, defaultPort) = plan.tls == nil ? ("http", 80) : ("https", 443)
+        let prefix = Array("\(scheme)://\(plan.host):\(plan.port)".utf8)
+        let prefixDefault = plan.port == defaultPort ? Array("\(scheme)://\(plan.host)".utf8) : prefix
         for p in [prefix, prefixDefault] where location.count > p.count && location.starts(with: p) {
             let rest = Array(location[p.count...])
             if rest.first == UInt8(ascii: "/") { return rest }

@@ -74,7 +74,7 @@ extension RestClients {
         stormBook.attempt(&clients[k].storm, nowNs: EventLoop.now())
         let source = plan.sourceAddresses.isEmpty ? nil : plan.sourceAddresses[c % plan.sourceAddresses.count]
         let target = plan.addresses.isEmpty ? plan.address : plan.addresses[k % plan.addresses.count]
-        switch loop.connect(to: target, fromAddress: source, timeoutNs: plan.connectTimeoutNs) {
+        switch loop.connectClient(to: target, from: source, timeoutNs: plan.connectTimeoutNs, tls: plan.tls, client: k, random: &random) {
         case .success(let id):
             connections[c].id = id
             connections[c].state = .connecting
@@ -110,7 +110,7 @@ extension RestClients {
             metrics.error(.connectFailure(error))
             return
         }
-        metrics.record(.tcpConnect, nanoseconds: EventLoop.now() - connections[c].connectStartNs)
+        metrics.recordConnected(id, loop: loop, startNs: connections[c].connectStartNs, nowNs: EventLoop.now())
         metrics.count(.connected)
         connections[c].state = .idle
         if clients[k].openConnections == 0 { openCount += 1 }

@@ -19,6 +19,8 @@ public struct RestPlan: Sendable {
     /// Extra request headers, rendered `Name: value\r\n`.
     public var extraHeaderLines: [UInt8]
     public var connectTimeoutNs: UInt64
+    /// `https://`: the run's TLS client context (nil: plain TCP).
+    public var tls: ClientTLS? = nil
     public var sourceAddresses: [SocketAddress]
     /// Every address of the target (client `k` connects to `addresses[k % count]`); empty means `address` alone.
     public var addresses: [SocketAddress] = []

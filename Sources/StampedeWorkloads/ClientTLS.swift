@@ -1,0 +1,54 @@
+import StampedeLoop
+import StampedeMetrics
+
+/// How a workload's clients speak TLS: the run's one client context, and how often a
+/// connection offers the client's last session. Every client connection (chat, hub negotiate
+/// and transports, REST) goes through `connect` and `connected` here, so TLS is set up and
+/// measured the same way for all of them.
+public struct ClientTLS: Sendable {
+    public let context: TLSContext
+    /// The share of connections that offer the client's last session (0 without session tickets).
+    public let resumeRatio: Double
+    let keepsSessions: Bool
+
+    public init(context: TLSContext, sessionTickets: Bool, resumeRatio: Double) {
+        self.context = context
+        keepsSessions = sessionTickets
+        self.resumeRatio = sessionTickets ? resumeRatio : 0
+    }
+
+    /// Whether the next connection of `client` (a global client index, the key of its kept
+    /// session) resumes: a first connection has nothing to resume and makes a full handshake.
+    func reuse(client: Int, random: inout FastRandom) -> TLSSessionReuse {
+        guard keepsSessions else { return .none }
+        return resumeRatio >= 1 || random.unit() < resumeRatio ? .resume(key: client) : .keep(key: client)
+    }
+}
+
+extension EventLoop {
+    /// Starts a client connection, over TLS when `tls` is set. `client` is the loop's own index of
+    /// the simulated client; with the loop's index it keys the client's kept session (the context
+    /// is shared by every loop).
+    func connectClient(to address: SocketAddress, from source: SocketAddress?, timeoutNs: UInt64,
+                       tls: ClientTLS?, client: Int, random: inout FastRandom) -> Result<ConnectionID, LoopError> {
+        guard let tls else { return connect(to: address, fromAddress: source, timeoutNs: timeoutNs) }
+        return connect(to: address, fromAddress: source, timeoutNs: timeoutNs, tls: tls.context,
+                       tlsSession: tls.reuse(client: index << 32 | client, random: &random))
+    }
+}
+
+extension MetricsShard {
+    /// A client connection that started at `startNs` is ready at `nowNs` (TCP connected, and the
+    /// TLS handshake done if it speaks TLS): records `tcp_connect` and `tls_handshake` apart.
+    mutating func recordConnected(_ id: ConnectionID, loop: EventLoop, startNs: UInt64, nowNs: UInt64) {
+        let total = nowNs &- startNs
+        guard let tls = loop.tlsHandshake(of: id) else {
+            record(.tcpConnect, nanoseconds: total)
+            return
+        }
+        record(.tcpConnect, nanoseconds: total &- min(total, tls.durationNs))
+        record(.tlsHandshake, nanoseconds: tls.durationNs)
+        count(.tlsHandshakes)
+        if tls.resumed { count(.tlsResumed) }
+    }
+}
