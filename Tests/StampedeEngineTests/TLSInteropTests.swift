@@ -231,6 +231,63 @@ struct TLSInteropTests {
         }
     }
 
+    /// aiosignalr serving TLS itself (Python's ssl on aiohttp's listener): a TLS stack other
+    /// than nginx's under every transport, JSON over WebSockets and SSE, MessagePack over long
+    /// polling (the nginx test above covers every pair).
+    @Test func hubClientsOverHttpsToAiosignalrsOwnTLSAccountForEveryCall() throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let python = try peerPython("aiosignalr")
+        let server = try BackgroundProcess(python, [repositoryRoot.appendingPathComponent("Tests/peers/signalr_hub_server.py").path,
+                                                    "--port", "0", "--max-seconds", "120", "--long-polling-timeout", "1", "--lp-idle-grace", "15",
+                                                    "--tls-cert", certificates.certificateFile, "--tls-key", certificates.keyFile])
+        defer { server.stop() }
+        let line = try server.waitForLine(prefix: "LISTENING ", timeout: 30)
+        let target = Target.http(url: Self.secure(try #require(Int(line.dropFirst("LISTENING ".count))), "/hub"))
+        for (transport, protocolKind) in [(HubTransport.webSockets, HubProtocolKind.json), (.serverSentEvents, .json), (.longPolling, .messagePack)] {
+            let o = try run(Self.hubBroadcast(target, transport, protocolKind, ca: certificates.caFile))
+            HubCase.sendBroadcast.check(o, clients: 6)
+            Self.expectHandshakes(o, atLeast: 6)
+        }
+    }
+
+    /// The Python REST twin serving HTTPS itself, driven by a scenario file as a user writes it:
+    /// `ca_file` relative to the file's folder, `server_name` naming the certificate's DNS name
+    /// while the target is the IP address.
+    @Test func restScenarioFileOverHttpsToThePythonRestServerCountsEvery200And304() throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let server = try BackgroundProcess("/usr/bin/python3", [repositoryRoot.appendingPathComponent("Tests/peers/rest_server.py").path,
+                                                               "--port", "0", "--max-seconds", "60", "--change-rate", "4",
+                                                               "--tls-cert", certificates.certificateFile, "--tls-key", certificates.keyFile])
+        defer { server.stop() }
+        let line = try server.waitForLine(prefix: "LISTENING ", timeout: 30)
+        let file = certificates.folder.appendingPathComponent("rest-tls.yaml")
+        try """
+            name: tls-python-rest
+            workload: rest
+            target: https://127.0.0.1:\(line.dropFirst("LISTENING ".count))/api
+            clients: 8
+            connect_rate: 1000
+            duration: 2s
+            drain: 2s
+            tls:
+              ca_file: ca.pem
+              server_name: localhost
+            rest:
+              interval: 100ms
+              staleness: {header: X-Changed-At}
+              resources: [{path: /items}, {path: /users/7}]
+
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let s = try ScenarioLoader.load(path: file.path)
+        #expect(s.tls?.caFile == certificates.caFile && s.tls?.serverName == "localhost")
+        let o = try run(s)
+        try RestPollingTests().expectPollingFigures(o, clients: 8)
+        Self.expectHandshakes(o, atLeast: 8)
+        #expect(o.summary.counters["tls_handshakes"] == 8)
+    }
+
     @Test func restClientsOverHttpsThroughNginxCountEvery200And304() throws {
         let certificates = try TestCertificates()
         defer { certificates.remove() }
