@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the build and the tests need, when missing: OpenSSL's headers and
 # pkg-config (the COpenSSL system library, TLS on the loop), the openssl command (test
-# certificates), jemalloc (the package benchmarks' malloc counters), nginx (the TLS interop
-# tests start their own nginx on loopback, each with its own config).
+# certificates), jemalloc (the package benchmarks' malloc counters), curl (tests reach
+# `stampede serve --rest` over https with it), nginx (the TLS interop tests start their own
+# nginx on loopback, each with its own config).
 set -euo pipefail
 need=()
-for p in libssl-dev pkg-config openssl libjemalloc-dev nginx; do
+for p in libssl-dev pkg-config openssl libjemalloc-dev curl nginx; do
   dpkg -s "$p" > /dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -16,6 +16,7 @@ extension RunEngine {
 
     func startTarget() throws(RunSetupError) -> ClientEndpoint {
         guard scenario.target == .embedded else { return try kind.targetEndpoint(scenario) }
+        let certificate = try makeEmbeddedCertificate()
         if targetInChildProcess {
             let (address, port) = try startChildTarget()
             return kind.embeddedEndpoint(scenario, address: address, port: port)
@@ -23,7 +24,13 @@ extension RunEngine {
         let loop: EventLoop
         do { loop = try EventLoop(index: 1000) } catch { throw RunSetupError("cannot start the embedded target: \(error)") }
         serverLoop = loop
-        let (server, endpoint) = try kind.startEmbeddedServer(on: loop, scenario)
+        var tls: TLSContext? = nil
+        if let certificate {
+            do { tls = try TLSContext(serverCertificatePEM: certificate.certificatePEM, privateKeyPEM: certificate.privateKeyPEM) } catch {
+                throw RunSetupError("cannot start the embedded target over TLS: \(error)")
+            }
+        }
+        let (server, endpoint) = try kind.startEmbeddedServer(on: loop, scenario, tls: tls)
         embeddedServer = server
         loop.start(name: "stampede-target")
         return endpoint
@@ -57,6 +64,7 @@ extension RunEngine {
         serverLoop?.stop()
         serverLoop?.join()
         childTarget?.stop(graceSeconds: interrupted ? 0.3 : 3)
+        if let folder = embeddedCertificateFolder { try? FileManager.default.removeItem(at: folder) }
     }
 
     /// Starts `stampede serve --admin-port 0` and reads where it listens.
@@ -67,6 +75,7 @@ extension RunEngine {
                                                      + Double(scenario.clients) / scenario.connectRate + scenario.connectTimeoutSeconds * 4 + 120))]
         let (workloadArguments, environment) = try kind.serveArguments(scenario)
         arguments += workloadArguments
+        if let files = try embeddedCertificateFiles() { arguments += ["--tls-cert", files.certificate, "--tls-key", files.key] }
         let child: ChildTarget
         do { child = try ChildTarget(executable: executable, arguments: arguments, environment: environment) } catch {
             throw RunSetupError("cannot start the target process: \(error)")

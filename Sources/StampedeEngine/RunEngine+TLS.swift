@@ -1,3 +1,4 @@
+import Foundation
 import StampedeLoop
 import StampedeScenario
 import StampedeWorkloads
@@ -34,6 +35,45 @@ extension Scenario {
         switch target {
         case .embedded: "127.0.0.1"
         case .webSocket(let url), .http(let url): url.host
+        }
+    }
+}
+
+// The embedded target over TLS (`target: embedded` with a `tls:` block): a throw-away
+// certificate made at start, served in this process or handed to the child `stampede serve`
+// as files in a private temporary folder, removed when the run ends.
+extension RunEngine {
+    /// The embedded target's certificate when the scenario asks for TLS (nil otherwise); the
+    /// clients trust it (`embeddedCertificatePEM`).
+    func makeEmbeddedCertificate() throws(RunSetupError) -> SelfSignedCertificate? {
+        guard scenario.tls != nil else { return nil }
+        do {
+            let certificate = try SelfSignedCertificate()
+            embeddedCertificatePEM = certificate.certificatePEM
+            embeddedCertificate = certificate
+            return certificate
+        } catch {
+            throw RunSetupError("cannot make the embedded target's TLS certificate: \(error)")
+        }
+    }
+
+    /// The embedded certificate and key written for a child target (the key readable by this
+    /// user only), or nil without TLS.
+    func embeddedCertificateFiles() throws(RunSetupError) -> (certificate: String, key: String)? {
+        guard let certificate = embeddedCertificate else { return nil }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("stampede-tls-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+            let cert = folder.appendingPathComponent("embedded.pem"), key = folder.appendingPathComponent("embedded.key")
+            try Data(certificate.certificatePEM.utf8).write(to: cert)
+            guard FileManager.default.createFile(atPath: key.path, contents: Data(certificate.privateKeyPEM.utf8), attributes: [.posixPermissions: 0o600]) else {
+                throw RunSetupError("cannot write \(key.path)")
+            }
+            embeddedCertificateFolder = folder
+            return (cert.path, key.path)
+        } catch {
+            try? FileManager.default.removeItem(at: folder)
+            throw RunSetupError("cannot write the embedded target's TLS certificate: \(error)")
         }
     }
 }

@@ -93,8 +93,11 @@ public final class RunEngine {
     var childAdmin: AdminEndpoint?
     /// The clients' TLS (`tls:`), nil for plain TCP.
     var clientTLS: ClientTLS?
-    /// The embedded target's throw-away certificate, when it serves TLS.
+    /// The embedded target's throw-away certificate, when it serves TLS, and the private folder
+    /// its files were written to for a child target (removed at shutdown).
     var embeddedCertificatePEM: String?
+    var embeddedCertificate: SelfSignedCertificate?
+    var embeddedCertificateFolder: URL?
 
     public init(scenario: Scenario, options: RunOptions) {
         self.scenario = scenario

@@ -94,14 +94,18 @@ extension TLSContext {
                 let key = Int(bitPattern: cst_ssl_get_app_data(ssl)) - 1
                 guard key >= 0 else { return 0 }
                 Unmanaged<TLSContext>.fromOpaque(owner).takeUnretainedValue().keep(session, for: key)
-                return 1  // the reference is ours now
+                return 0  // a copy is kept; OpenSSL keeps its own reference
             })
         }
     }
 
-    /// Keeps `session` (whose reference the caller hands over) as `key`'s newest.
+    /// Keeps a copy of `session` as `key`'s newest.
+    /// A copy, because OpenSSL marks a connection's own session not resumable when the
+    /// connection ends without close_notify (a reset, a lost network), which a browser's kept
+    /// ticket survives.
     func keep(_ session: OpaquePointer, for key: Int) {
-        let kept = KeptSession(pointer: session)
+        guard let copy = SSL_SESSION_dup(session) else { return }
+        let kept = KeptSession(pointer: copy)
         let old = sessions.withLock { $0.updateValue(kept, forKey: key) }
         if let old { SSL_SESSION_free(old.pointer) }
     }

@@ -106,6 +106,51 @@ public final class TLSContext: @unchecked Sendable {
         }
     }
 
+    /// A server context from PEM text in memory (a `SelfSignedCertificate`, or files the caller
+    /// read): the first certificate is the server's, any after it its chain.
+    public init(serverCertificatePEM: String, privateKeyPEM: String, handshakeTimeoutNs: UInt64 = 10_000_000_000) throws(TLSSetupError) {
+        guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw TLSSetupError(description: "SSL_CTX_new: \(Self.takeErrors())") }
+        self.ctx = ctx
+        role = .server
+        serverName = nil
+        self.handshakeTimeoutNs = handshakeTimeoutNs
+        _ = cst_ctx_set_min_tls12(ctx)
+        ERR_clear_error()
+        let certificates: [OpaquePointer] = Self.withMemoryBIO(serverCertificatePEM) { bio in
+            var all: [OpaquePointer] = []
+            while all.count < 16, let x = PEM_read_bio_X509(bio, nil, nil, nil) { all.append(x) }
+            return all
+        }
+        // Reading stops at the end of the text with a "no start line" error: not a failure.
+        ERR_clear_error()
+        defer { certificates.forEach { X509_free($0) } }
+        guard let leaf = certificates.first else { throw TLSSetupError(description: "certificate: no PEM certificate in the text") }
+        guard SSL_CTX_use_certificate(ctx, leaf) == 1 else { throw TLSSetupError(description: "certificate: \(Self.takeErrors())") }
+        for x in certificates.dropFirst() {
+            // add0 takes ownership; the deferred free drops our reference, so keep one more.
+            guard X509_up_ref(x) == 1, cst_ctx_add0_chain_cert(ctx, x) == 1 else {
+                throw TLSSetupError(description: "certificate chain: \(Self.takeErrors())")
+            }
+        }
+        guard let key = Self.withMemoryBIO(privateKeyPEM, { PEM_read_bio_PrivateKey($0, nil, nil, nil) }) else {
+            throw TLSSetupError(description: "key: no PEM private key in the text (\(Self.takeErrors()))")
+        }
+        defer { EVP_PKEY_free(key) }
+        guard SSL_CTX_use_PrivateKey(ctx, key) == 1, SSL_CTX_check_private_key(ctx) == 1 else {
+            throw TLSSetupError(description: "key: \(Self.takeErrors())")
+        }
+    }
+
+    /// A read-only memory BIO over `text` for the length of `body`.
+    static func withMemoryBIO<T>(_ text: String, _ body: (OpaquePointer?) -> T) -> T {
+        var text = text
+        return text.withUTF8 { bytes in
+            let bio = BIO_new_mem_buf(bytes.baseAddress, Int32(clamping: bytes.count))
+            defer { BIO_free(bio) }
+            return body(bio)
+        }
+    }
+
     deinit {
         sessions.withLock { for s in $0.values { SSL_SESSION_free(s.pointer) } }
         SSL_CTX_free(ctx)

@@ -6,7 +6,7 @@ import Yams
 public struct TLSSpec: Sendable, Equatable {
     public enum SessionResumption: String, Sendable, CaseIterable { case off, tickets }
     public enum Version: String, Sendable, CaseIterable { case tls12 = "1.2", tls13 = "1.3" }
-    /// Trusted CAs (a PEM file, absolute or relative to the scenario file); nil: the system
+    /// Trusted CAs (a PEM file; a relative path is from the current folder); nil: the system
     /// store (the embedded target: its own certificate).
     public var caFile: String? = nil
     /// false: any certificate is accepted (no chain or name check).
@@ -100,14 +100,13 @@ extension Reader {
         return names
     }
 
-    /// A file path relative to the scenario's folder (or absolute), checked to be a readable file.
+    /// A file path as given (relative paths from the current folder, as for `access_token: {file:}`),
+    /// checked to be a readable file.
     private func readableFile(_ node: Node, field: String, expecting: String) throws(ScenarioError) -> String {
-        let text = try string(node, field: field, expecting: expecting)
-        let base = file.isEmpty ? FileManager.default.currentDirectoryPath : (file as NSString).deletingLastPathComponent
-        let path = text.hasPrefix("/") || base.isEmpty ? text : (base as NSString).appendingPathComponent(text)
+        let path = try string(node, field: field, expecting: expecting)
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), !isFolder.boolValue else {
-            throw error(at: node, field: field, "no such file: \(path)\(text.hasPrefix("/") ? "" : " (relative paths start at the scenario's folder)")")
+            throw error(at: node, field: field, "no such file: \(path)\(path.hasPrefix("/") ? "" : " (in \(FileManager.default.currentDirectoryPath))")")
         }
         guard FileManager.default.isReadableFile(atPath: path) else {
             throw error(at: node, field: field, "cannot read \(path) (permission denied)")

@@ -70,14 +70,16 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
 
     /// Creates the server and starts listening on `address` (port 0 picks a free port). Call
     /// before the loop starts (or on its thread).
-    public init(loop: EventLoop, address: SocketAddress, path: String = "/chat", limits: ServerLimits = ServerLimits()) throws(LoopError) {
+    /// With `tls`, every connection speaks TLS first (wss://).
+    public init(loop: EventLoop, address: SocketAddress, path: String = "/chat", limits: ServerLimits = ServerLimits(),
+                tls: TLSContext? = nil) throws(LoopError) {
         self.loop = loop
         self.path = path
         // A broadcast frame carries one client message of at most 1 MiB.
         self.limits = limits.effective(forLargestWrite: Self.maxMessageBytes + 64 * 1024, highWaterMark: 0)
         self.limits.install(on: loop)
         loop.handler = self
-        switch loop.listen(on: address) {
+        switch loop.listen(on: address, tls: tls) {
         case .success(let (_, p)): port = p
         case .failure(let e): throw e
         }

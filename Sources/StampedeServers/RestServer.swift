@@ -136,8 +136,9 @@ public final class RestServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
 
     /// Creates the server and starts listening on `address` (port 0 picks a free port).
     /// `clock` is the wall clock in Unix seconds; tests pass their own to step versions.
+    /// With `tls`, every connection speaks TLS first (https://).
     public init(loop: EventLoop, address: SocketAddress, configuration: Configuration = Configuration(),
-                clock: @escaping @Sendable () -> Double = RestServer.systemClock) throws(LoopError) {
+                clock: @escaping @Sendable () -> Double = RestServer.systemClock, tls: TLSContext? = nil) throws(LoopError) {
         self.loop = loop
         self.configuration = configuration
         self.clock = clock
@@ -157,7 +158,7 @@ public final class RestServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
         limits = configuration.limits.effective(forLargestWrite: bodySize + 128 * 1024, highWaterMark: loop.configuration.highWaterMark)
         limits.install(on: loop)
         loop.handler = self
-        switch loop.listen(on: address) {
+        switch loop.listen(on: address, tls: tls) {
         case .success(let (_, p)): port = p
         case .failure(let e):
             headerLines.deallocate()

@@ -42,13 +42,17 @@ extension MetricsShard {
     /// TLS handshake done if it speaks TLS): records `tcp_connect` and `tls_handshake` apart.
     mutating func recordConnected(_ id: ConnectionID, loop: EventLoop, startNs: UInt64, nowNs: UInt64) {
         let total = nowNs &- startNs
-        guard let tls = loop.tlsHandshake(of: id) else {
-            record(.tcpConnect, nanoseconds: total)
-            return
-        }
-        record(.tcpConnect, nanoseconds: total &- min(total, tls.durationNs))
+        record(.tcpConnect, nanoseconds: total &- min(total, recordTLSHandshake(id, loop: loop)))
+    }
+
+    /// Records `id`'s TLS handshake, if it had one (a connection whose TCP connect is not timed
+    /// on its own: a hub client's send connection); returns its duration (0 without TLS).
+    @discardableResult
+    mutating func recordTLSHandshake(_ id: ConnectionID, loop: EventLoop) -> UInt64 {
+        guard let tls = loop.tlsHandshake(of: id) else { return 0 }
         record(.tlsHandshake, nanoseconds: tls.durationNs)
         count(.tlsHandshakes)
         if tls.resumed { count(.tlsResumed) }
+        return tls.durationNs
     }
 }

@@ -141,6 +141,10 @@ struct Serve: ParsableCommand {
             is a resource whose version changes --change-rate times a second; answers 304 to a
             matching If-None-Match, 401 without the --token, 429 past --rate-limit 200s a second.
 
+            With --tls-cert and --tls-key (PEM files), or --tls-self-signed (a throw-away
+            certificate for localhost, 127.0.0.1, ::1 and --host, written where the output says),
+            every connection speaks TLS: wss:// for chat, https:// (and wss://) for the hub and REST.
+
             With --admin-port, a fault switch listens on 127.0.0.1 only:
               POST /fault/drop?mode=reset|close  drop every connection (RST or clean)
               POST /fault/reject?seconds=S       answer new connections 503 for S s
@@ -151,6 +155,8 @@ struct Serve: ParsableCommand {
               stampede serve --port 8765          # then target ws://127.0.0.1:8765/chat
               stampede serve --hub --port 5000    # then target http://127.0.0.1:5000/hub
               stampede serve --rest --port 8080 --change-rate 0.5 --token-env API_TOKEN --rate-limit 100
+              stampede serve --port 8443 --tls-cert cert.pem --tls-key key.pem   # then wss://localhost:8443/chat
+              stampede serve --hub --port 5001 --tls-self-signed --tls-cert-out /tmp/hub.pem
               stampede serve --port 8765 --admin-port 9100 &
               curl -X POST 'http://127.0.0.1:9100/fault/drop?mode=reset'
             """)
@@ -206,6 +212,9 @@ struct Serve: ParsableCommand {
     @Option(help: "Seconds a connection with no request under way may stay silent (default 60).")
     var idleTimeout: Double?
 
+    @OptionGroup(title: "TLS")
+    var tls: ServeTLSOptions
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535, got \(port)") }
         guard maxSeconds.isFinite, (0...7 * 24 * 3600).contains(maxSeconds) else {
@@ -228,6 +237,8 @@ struct Serve: ParsableCommand {
         var restSettings = try restConfiguration()
         let limits = try serverLimits()
         restSettings?.limits = limits
+        let tlsMade = try tls.make(host: listenAddress.hostText)
+        defer { if tlsMade.removeAtExit, let f = tlsMade.trustFile { try? FileManager.default.removeItem(at: f.deletingLastPathComponent()) } }
         installSignalHandlers()
         let path = self.path ?? (hub ? "/hub" : rest ? "/api" : "/chat")
         let loop: EventLoop
@@ -238,13 +249,13 @@ struct Serve: ParsableCommand {
             loop = try EventLoop(index: 0)
             if var configuration = restSettings {
                 configuration.path = path
-                restServer = try RestServer(loop: loop, address: at, configuration: configuration)
+                restServer = try RestServer(loop: loop, address: at, configuration: configuration, tls: tlsMade.context)
             } else if hub {
                 var configuration = HubServer.Configuration()
                 configuration.limits = limits
-                hubServer = try HubServer(loop: loop, address: at, path: path, configuration: configuration)
+                hubServer = try HubServer(loop: loop, address: at, path: path, configuration: configuration, tls: tlsMade.context)
             } else {
-                chatServer = try ChatServer(loop: loop, address: at, path: path, limits: limits)
+                chatServer = try ChatServer(loop: loop, address: at, path: path, limits: limits, tls: tlsMade.context)
             }
         } catch {
             FileHandle.standardError.write(Data("error: cannot listen on \(at): \(error)\n".utf8))
@@ -262,12 +273,16 @@ struct Serve: ParsableCommand {
             }
         }
         loop.start(name: "stampede-serve")
+        let s = tlsMade.context == nil ? "" : "s"
         if let restServer {
-            print("listening on http://\(shownHost):\(restServer.port)\(path) (REST)")
+            print("listening on http\(s)://\(shownHost):\(restServer.port)\(path) (REST)")
         } else if let hubServer {
-            print("listening on http://\(shownHost):\(hubServer.port)\(path) (SignalR hub)")
+            print("listening on http\(s)://\(shownHost):\(hubServer.port)\(path) (SignalR hub)")
         } else if let chatServer {
-            print("listening on ws://\(shownHost):\(chatServer.port)\(path)")
+            print("listening on ws\(s)://\(shownHost):\(chatServer.port)\(path)")
+        }
+        if let f = tlsMade.trustFile {
+            print("TLS: self-signed certificate for \(tlsMade.names.joined(separator: ", ")); clients trust it with \(f.path)")
         }
         if let admin { print("admin on http://127.0.0.1:\(admin.port)") }
         fflush(nil)
@@ -362,6 +377,106 @@ struct Serve: ParsableCommand {
         }
         configuration.chunked = chunked
         return configuration
+    }
+}
+
+/// `stampede serve`'s TLS flags: a certificate and key from files, or a throw-away self-signed
+/// certificate made at start. Every bad combination or file is a `ValidationError` naming the
+/// flag (exit code 2).
+struct ServeTLSOptions: ParsableArguments {
+    @Option(name: .customLong("tls-cert"), help: ArgumentHelp("Serve TLS (wss://, https://) with this PEM certificate (its chain may follow it); needs --tls-key.", valueName: "file"))
+    var certificate: String?
+
+    @Option(name: .customLong("tls-key"), help: ArgumentHelp("The PEM private key of --tls-cert.", valueName: "file"))
+    var key: String?
+
+    @Flag(name: .customLong("tls-self-signed"), help: "Serve TLS with a throw-away self-signed certificate made at start (for localhost, 127.0.0.1, ::1 and --host); prints where the certificate is, for clients to trust.")
+    var selfSigned = false
+
+    @Option(name: .customLong("tls-cert-out"), help: ArgumentHelp("With --tls-self-signed: write the certificate (PEM) to this file instead of a temporary folder.", valueName: "file"))
+    var certificateOut: String?
+
+    /// Days a --tls-self-signed certificate stays valid (a server may run for a while).
+    static let selfSignedDays = 30
+
+    var isEnabled: Bool { certificate != nil || key != nil || selfSigned }
+
+    func validate() throws {
+        if selfSigned && (certificate != nil || key != nil) {
+            throw ValidationError("--tls-self-signed and --tls-cert/--tls-key are exclusive")
+        }
+        if (certificate == nil) != (key == nil) {
+            throw ValidationError(certificate == nil ? "--tls-key needs --tls-cert (give both)" : "--tls-cert needs --tls-key (give both)")
+        }
+        if certificateOut != nil && !selfSigned { throw ValidationError("--tls-cert-out needs --tls-self-signed") }
+    }
+
+    /// What the flags ask for, made: the server context (nil without TLS) and, for a self-signed
+    /// certificate, the file a client trusts plus whether it is ours to remove at exit.
+    struct Made {
+        var context: TLSContext?
+        var trustFile: URL?
+        var removeAtExit = false
+        /// The names and addresses a self-signed certificate is for.
+        var names: [String] = []
+    }
+
+    /// Reads the files or makes the certificate. `host` is the --host address (added to a
+    /// self-signed certificate's names).
+    func make(host: String) throws -> Made {
+        if let certificate, let key {
+            let certificateText = try Self.read(certificate, flag: "--tls-cert")
+            let keyText = try Self.read(key, flag: "--tls-key")
+            do {
+                return Made(context: try TLSContext(serverCertificatePEM: certificateText, privateKeyPEM: keyText))
+            } catch {
+                // TLSContext names the part that failed first: "certificate…" or "key…".
+                if error.description.hasPrefix("key") {
+                    throw ValidationError("--tls-key \(key): not a PEM private key, or not the key of --tls-cert \(certificate) (\(error.description))")
+                }
+                throw ValidationError("--tls-cert \(certificate): not a usable PEM certificate (\(error.description))")
+            }
+        }
+        guard selfSigned else { return Made() }
+        var addresses = ["127.0.0.1", "::1"]
+        // An unspecified address (listen on all) is not one a client connects to.
+        if !addresses.contains(host) && host != "0.0.0.0" && host != "::" { addresses.append(host) }
+        let made: SelfSignedCertificate
+        let context: TLSContext
+        do {
+            made = try SelfSignedCertificate(commonName: "localhost", dnsNames: ["localhost"], ipAddresses: addresses, validDays: Self.selfSignedDays)
+            context = try TLSContext(serverCertificatePEM: made.certificatePEM, privateKeyPEM: made.privateKeyPEM)
+        } catch {
+            throw ValidationError("--tls-self-signed: \(error.description)")
+        }
+        let file: URL
+        var removeAtExit = false
+        if let certificateOut {
+            file = URL(fileURLWithPath: certificateOut)
+        } else {
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("stampede-serve-\(UUID().uuidString)")
+            do { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) } catch {
+                throw ValidationError("--tls-self-signed: cannot make a temporary folder \(folder.path): \(error.localizedDescription)")
+            }
+            file = folder.appendingPathComponent("certificate.pem")
+            removeAtExit = true
+        }
+        do { try made.certificatePEM.write(to: file, atomically: true, encoding: .utf8) } catch {
+            throw ValidationError("\(certificateOut != nil ? "--tls-cert-out" : "--tls-self-signed"): cannot write \(file.path): \(error.localizedDescription)")
+        }
+        return Made(context: context, trustFile: file, removeAtExit: removeAtExit, names: ["localhost"] + addresses)
+    }
+
+    /// The file's text; an error naming the flag and the file otherwise.
+    static func read(_ path: String, flag: String) throws -> String {
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else { throw ValidationError("\(flag) \(path): no such file") }
+        guard !isFolder.boolValue else { throw ValidationError("\(flag) \(path): is a folder, not a file") }
+        // A PEM file is small; a huge one is a wrong file, not worth reading whole.
+        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+        guard size <= 1 << 20 else { throw ValidationError("\(flag) \(path): larger than 1 MiB, not a PEM file") }
+        guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("\(flag) \(path): cannot read it (permissions?)") }
+        return String(decoding: data, as: UTF8.self)
     }
 }
 

@@ -5,6 +5,8 @@
 #define C_STAMPEDE_TLS_H
 
 #include <arpa/inet.h>
+#include <string.h>
+#include <openssl/evp.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/pem.h>
@@ -87,5 +89,11 @@ static inline X509 *cst_x509_from_pem(const char *pem, int length) {
 
 static inline int cst_err_reason(unsigned long e) { return ERR_GET_REASON(e); }
 static inline int cst_err_lib(unsigned long e) { return ERR_GET_LIB(e); }
+
+/// A fresh EC P-256 key pair (EVP_EC_gen is a macro over a variadic function); NULL on failure.
+static inline EVP_PKEY *cst_ec_p256_key(void) { return EVP_EC_gen("P-256"); }
+
+/// Adds `x509` to the server's chain after its own certificate (the context then owns it). 1 on success.
+static inline long cst_ctx_add0_chain_cert(SSL_CTX *ctx, X509 *x509) { return SSL_CTX_add0_chain_cert(ctx, x509); }
 
 #endif

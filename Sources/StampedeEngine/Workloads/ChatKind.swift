@@ -7,9 +7,9 @@ import StampedeWorkloads
 struct ChatKind: WorkloadKind {
     func expectsFanout(_ scenario: Scenario) -> Bool { true }
 
-    func startEmbeddedServer(on loop: EventLoop, _ scenario: Scenario) throws(RunSetupError) -> (any FaultTarget, ClientEndpoint) {
+    func startEmbeddedServer(on loop: EventLoop, _ scenario: Scenario, tls: TLSContext?) throws(RunSetupError) -> (any FaultTarget, ClientEndpoint) {
         let server: ChatServer
-        do { server = try ChatServer(loop: loop, address: Scenario.embeddedListenAddress) } catch { throw embeddedServerError(error) }
+        do { server = try ChatServer(loop: loop, address: Scenario.embeddedListenAddress, tls: tls) } catch { throw embeddedServerError(error) }
         return (server, embeddedEndpoint(scenario, address: .ipv4(0x7F00_0001, port: server.port), port: Int(server.port)))
     }
 

@@ -14,9 +14,9 @@ struct HubKind: WorkloadKind {
         s.hub?.receiveMethod != nil && s.hub?.join == nil && s.hub?.operation != .stream
     }
 
-    func startEmbeddedServer(on loop: EventLoop, _ scenario: Scenario) throws(RunSetupError) -> (any FaultTarget, ClientEndpoint) {
+    func startEmbeddedServer(on loop: EventLoop, _ scenario: Scenario, tls: TLSContext?) throws(RunSetupError) -> (any FaultTarget, ClientEndpoint) {
         let server: HubServer
-        do { server = try HubServer(loop: loop, address: Scenario.embeddedListenAddress, path: "/hub") } catch { throw embeddedServerError(error) }
+        do { server = try HubServer(loop: loop, address: Scenario.embeddedListenAddress, path: "/hub", tls: tls) } catch { throw embeddedServerError(error) }
         return (server, embeddedEndpoint(scenario, address: .ipv4(0x7F00_0001, port: server.port), port: Int(server.port)))
     }
 

@@ -16,10 +16,10 @@ struct RestKind: WorkloadKind {
         interval.histograms[LatencyMetric.roundTrip.rawValue].totalCount > 0 ? [.roundTrip] : [.http2xx, .http3xx]
     }
 
-    func startEmbeddedServer(on loop: EventLoop, _ scenario: Scenario) throws(RunSetupError) -> (any FaultTarget, ClientEndpoint) {
+    func startEmbeddedServer(on loop: EventLoop, _ scenario: Scenario, tls: TLSContext?) throws(RunSetupError) -> (any FaultTarget, ClientEndpoint) {
         let configuration = try embeddedConfiguration(scenario)
         let server: RestServer
-        do { server = try RestServer(loop: loop, address: Scenario.embeddedListenAddress, configuration: configuration) } catch {
+        do { server = try RestServer(loop: loop, address: Scenario.embeddedListenAddress, configuration: configuration, tls: tls) } catch {
             throw embeddedServerError(error)
         }
         return (server, embeddedEndpoint(scenario, address: .ipv4(0x7F00_0001, port: server.port), port: Int(server.port)))

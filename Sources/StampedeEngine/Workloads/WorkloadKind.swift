@@ -17,9 +17,9 @@ protocol WorkloadKind: Sendable {
     func expectsFanout(_ scenario: Scenario) -> Bool
     /// The latency histograms the progress line's percentiles merge, given an interval's measurements.
     func progressLatency(_ interval: MetricsShard) -> [LatencyMetric]
-    /// Starts the embedded reference server on `loop` (not yet running); returns it and where
-    /// the clients connect.
-    func startEmbeddedServer(on loop: EventLoop, _ scenario: Scenario) throws(RunSetupError) -> (any FaultTarget, ClientEndpoint)
+    /// Starts the embedded reference server on `loop` (not yet running), over TLS with `tls`;
+    /// returns it and where the clients connect.
+    func startEmbeddedServer(on loop: EventLoop, _ scenario: Scenario, tls: TLSContext?) throws(RunSetupError) -> (any FaultTarget, ClientEndpoint)
     /// `stampede serve` arguments (and environment) for the embedded server in a child process.
     func serveArguments(_ scenario: Scenario) throws(RunSetupError) -> (arguments: [String], environment: [String: String])
     /// Where clients connect to the embedded server listening at `address` (port `port`).

@@ -111,8 +111,9 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
     let maxMessage: Int
 
     /// Creates the server and starts listening on `address` (port 0 picks a free port).
+    /// With `tls`, every connection speaks TLS first (https:// and wss://).
     public init(loop: EventLoop, address: SocketAddress, path: String = "/hub",
-                configuration: Configuration = Configuration()) throws(LoopError) {
+                configuration: Configuration = Configuration(), tls: TLSContext? = nil) throws(LoopError) {
         self.loop = loop
         self.path = path
         self.configuration = configuration
@@ -130,7 +131,7 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
         limits = configuration.limits.effective(forLargestWrite: largest, highWaterMark: 0)
         limits.install(on: loop)
         loop.handler = self
-        switch loop.listen(on: address) {
+        switch loop.listen(on: address, tls: tls) {
         case .success(let (_, p)): port = p
         case .failure(let e): throw e
         }

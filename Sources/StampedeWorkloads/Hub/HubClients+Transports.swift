@@ -18,6 +18,7 @@ extension HubClients {
         }
         switch role {
         case .side:
+            metrics.recordTLSHandshake(id, loop: loop)
             clients[k].connections.sideState = .idle
             if clients[k].phase == .negotiating { sendNegotiate(k) } else { flushPosts(k) }
         case .main:
