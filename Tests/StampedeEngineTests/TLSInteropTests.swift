@@ -252,8 +252,8 @@ struct TLSInteropTests {
     }
 
     /// The Python REST twin serving HTTPS itself, driven by a scenario file as a user writes it:
-    /// `ca_file` relative to the file's folder, `server_name` naming the certificate's DNS name
-    /// while the target is the IP address.
+    /// a `ca_file`, and `server_name` naming the certificate's DNS name while the target is the
+    /// IP address.
     @Test func restScenarioFileOverHttpsToThePythonRestServerCountsEvery200And304() throws {
         let certificates = try TestCertificates()
         defer { certificates.remove() }
@@ -272,7 +272,7 @@ struct TLSInteropTests {
             duration: 2s
             drain: 2s
             tls:
-              ca_file: ca.pem
+              ca_file: \(certificates.caFile)
               server_name: localhost
             rest:
               interval: 100ms
