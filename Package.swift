@@ -45,14 +45,14 @@ let package = Package(
         .target(name: "StampedeReport", dependencies: ["StampedeMetrics", "StampedeScenario"]),
         .target(name: "StampedeEngine", dependencies: ["StampedeWorkloads", "StampedeServers", "StampedeReport", "StampedeScenario", "StampedeMetrics", "StampedeLoop", "StampedeWire", "CStampedeLinux"]),
         .executableTarget(name: "stampede", dependencies: ["StampedeEngine", "StampedeServers", "StampedeReport", "StampedeScenario", "StampedeLoop", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
-        // Fixture helpers the codec and session tests share (hex, a reference frame encoder).
+        // Fixture helpers the test targets share (hex, a reference frame encoder, test certificates).
         .target(name: "StampedeTestSupport", path: "Tests/StampedeTestSupport"),
         .testTarget(name: "StampedeWireTests", dependencies: ["StampedeWire", "StampedeTestSupport"]),
         .testTarget(name: "StampedeSessionTests", dependencies: ["StampedeSession", "StampedeWire", "StampedeTestSupport"]),
-        .testTarget(name: "StampedeLoopTests", dependencies: ["StampedeLoop", "CStampedeLinux"]),
+        .testTarget(name: "StampedeLoopTests", dependencies: ["StampedeLoop", "CStampedeLinux", "StampedeTestSupport"]),
         .testTarget(name: "StampedeMetricsTests", dependencies: ["StampedeMetrics"]),
         .testTarget(name: "StampedeScenarioTests", dependencies: ["StampedeScenario"]),
         .testTarget(name: "StampedeReportTests", dependencies: ["StampedeReport", "StampedeMetrics", "StampedeScenario"]),
-        .testTarget(name: "StampedeEngineTests", dependencies: ["StampedeEngine", "StampedeWorkloads", "StampedeServers", "StampedeReport", "StampedeLoop", "StampedeScenario", "StampedeMetrics"]),
+        .testTarget(name: "StampedeEngineTests", dependencies: ["StampedeEngine", "StampedeWorkloads", "StampedeServers", "StampedeReport", "StampedeLoop", "StampedeScenario", "StampedeMetrics", "StampedeTestSupport"]),
     ]
 )

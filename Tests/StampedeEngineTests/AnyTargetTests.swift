@@ -139,39 +139,10 @@ struct AnyTargetTests {
     /// A remote host of our own: a network namespace with a veth pair, `stampede serve` inside it,
     /// a short chat run to its address once `ip route get` shows that address is reached over our veth.
     @Test func chatRunReachesATestHostInItsOwnNetworkNamespace() throws {
-        let n = Int(getpid()) % 200 + 20
-        let (namespace, hostLink, nsLink) = ("stampede-t\(n)", "stpv\(n)h", "stpv\(n)n")
-        let (hostAddress, nsAddress) = ("10.211.\(n).1", "10.211.\(n).2")
-        func ip(_ arguments: [String]) throws -> ProcessResult { try runProcess("/usr/sbin/ip", arguments, timeout: 20) }
-        defer {
-            _ = try? ip(["netns", "del", namespace])
-            _ = try? ip(["link", "del", hostLink])
-        }
-        let steps: [[String]] = [
-            ["netns", "add", namespace],
-            ["link", "add", hostLink, "type", "veth", "peer", "name", nsLink],
-            ["link", "set", nsLink, "netns", namespace],
-            ["addr", "add", "\(hostAddress)/24", "dev", hostLink],
-            ["link", "set", hostLink, "up"],
-            ["netns", "exec", namespace, "ip", "addr", "add", "\(nsAddress)/24", "dev", nsLink],
-            ["netns", "exec", namespace, "ip", "link", "set", nsLink, "up"],
-            ["netns", "exec", namespace, "ip", "link", "set", "lo", "up"],
-        ]
-        for step in steps {
-            let r = try ip(step)
-            guard r.status == 0 else {
-                let reason = "network namespace setup failed at 'ip \(step.joined(separator: " "))': \(r.stderr)"
-                print("netns test skipped: \(reason)")
-                try Test.cancel(Comment(rawValue: reason))
-            }
-        }
-        let route = try ip(["route", "get", nsAddress])
-        guard route.status == 0, route.stdout.contains("dev \(hostLink) ") else {
-            let reason = "\(nsAddress) does not route over \(hostLink): \(route.stdout)\(route.stderr)"
-            print("netns test skipped: \(reason)")
-            try Test.cancel(Comment(rawValue: reason))
-        }
-        let (serve, port) = try startServe(["--host", nsAddress], via: ["/usr/sbin/ip", "netns", "exec", namespace])
+        let ns = try TestNetworkNamespace.make(salt: 0)
+        defer { ns.remove() }
+        let nsAddress = ns.address
+        let (serve, port) = try startServe(["--host", nsAddress], via: ns.exec)
         defer { serve.stop() }
         let o = try run(chatScenario(name: "chat-netns", target: .webSocket(url: WebSocketURL(host: nsAddress, port: port, path: "/chat")),
                                      clients: 8, duration: 1.5, rate: 16))

@@ -90,6 +90,46 @@ struct TLSRunTests {
         #expect(o.summary.tls?.resumed == (ratio == 1 ? 12 : 0))
     }
 
+    /// A remote host of our own over TLS: `stampede serve` (chat and hub) in a network namespace
+    /// with a certificate for the name stage.test only; the clients connect to its address and
+    /// check the name with `server_name` (sent as SNI), as for a host not in DNS.
+    @Test func chatAndHubOverTLSReachATestHostInItsOwnNetworkNamespaceByAddressWithServerName() throws {
+        let ns = try TestNetworkNamespace.make(salt: 1)
+        defer { ns.remove() }
+        let certificate = try CertificateFiles("netns", dnsNames: ["stage.test"], ipAddresses: [])
+        defer { certificate.remove() }
+        let tlsFlags = ["--host", ns.address, "--tls-cert", certificate.certificate, "--tls-key", certificate.key]
+        let (chatServe, chatPort) = try startServe(tlsFlags, via: ns.exec)
+        defer { chatServe.stop() }
+        let (hubServe, hubPort) = try startServe(tlsFlags + ["--hub"], via: ns.exec)
+        defer { hubServe.stop() }
+        let spec = Self.tls { $0.caFile = certificate.certificate; $0.serverName = "stage.test" }
+
+        var chat = chatScenario(name: "tls-netns-chat", target: .webSocket(url: WebSocketURL(host: ns.address, port: chatPort, path: "/chat", secure: true)),
+                                clients: 8, duration: 1.5, rate: 16)
+        chat.tls = spec
+        let o = try run(chat)
+        #expect(o.exitCode == 0)
+        expectExactAccounting(o, clients: 8)
+        #expect(o.summary.counters["tls_handshakes"] == 8)
+
+        var hub = hubScenario("tls-netns-hub", target: .http(url: WebSocketURL(host: ns.address, port: hubPort, path: "/hub", secure: true)),
+                              transport: .serverSentEvents, protocolKind: .json, clients: 4, duration: 1.5, rate: 12,
+                              operation: .invoke, method: "Echo", arguments: [.stamp])
+        hub.tls = spec
+        let h = try run(hub)
+        #expect(h.exitCode == 0)
+        expectHubAccounting(h, clients: 4)
+        #expect(h.summary.errorsTotal == 0)
+
+        // The address alone is not a name on the certificate: every client fails verification.
+        chat.tls = Self.tls { $0.caFile = certificate.certificate }
+        chat.name = "tls-netns-no-name"
+        let bad = try run(chat)
+        #expect(bad.summary.errors["tls_verify_failed"] == 8)
+        #expect(bad.summary.tls?.failureReasons.keys.first == "IP address mismatch")
+    }
+
     // MARK: Bad TLS, counted
 
     /// Runs 4 chat clients at `target` (a `stampede serve` of the test's) and returns the outcome.

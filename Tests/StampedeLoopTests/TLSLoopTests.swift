@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import StampedeLoop
+import StampedeTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -15,12 +15,9 @@ import Testing
         "target: \(target)\nclients: 10\nduration: 1s\n" + tls
     }
 
-    /// A readable file for the path fields.
-    static let pem: String = {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("stampede-tls-scenario-\(getpid()).pem").path
-        _ = FileManager.default.createFile(atPath: path, contents: Data("-----BEGIN CERTIFICATE-----\n".utf8))
-        return path
-    }()
+    /// A readable file for the path fields (only its readability is checked when loading): this
+    /// test's own source.
+    static let pem = #filePath
 
     @Test func secureSchemesSetTLSWithDefaultsAndPort443() throws {
         let s = try Self.parse(Self.chat("wss://chat.example.test/chat"))

@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import ipaddress
 import json
+import ssl
 import sys
 import time
 import uuid
@@ -156,11 +157,17 @@ async def run(args: argparse.Namespace) -> dict:
     close_reserve = min(5.0, args.timeout * 0.1)
     exchange_budget = args.timeout - close_reserve
 
+    # wss:// with --ca-file trusts that CA only; without it, the system store.
+    tls = None
+    if args.url.startswith("wss:"):
+        tls = ssl.create_default_context(cafile=args.ca_file)
+
     async def open_one(c: Client) -> None:
         async with sem:
             try:
                 c.ws = await connect(
                     args.url,
+                    ssl=tls,
                     compression="deflate" if args.compression == "deflate" else None,
                     open_timeout=max(1.0, min(30.0, args.timeout)),
                     close_timeout=min(2.0, close_reserve),
@@ -307,6 +314,7 @@ def main() -> int:
     p.add_argument("--connect-parallel", type=int, default=64,
                    help="max simultaneous opening handshakes (default 64)")
     p.add_argument("--compression", choices=("none", "deflate"), default="none")
+    p.add_argument("--ca-file", help="PEM CA that signed a wss:// server's certificate (default: the system store)")
     args = p.parse_args()
     try:
         check_loopback_url(args.url)

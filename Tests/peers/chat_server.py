@@ -13,6 +13,9 @@ Contract (see Tests/peers/README.md):
   stdout last line: ``{"received": N, "broadcast_frames": M, "invalid": K, ...}``
   exit 0 on SIGTERM/SIGINT, 3 when --max-seconds ran out, 2 on bad arguments.
 
+TLS (``--tls-cert F --tls-key F``, PEM): the same endpoint over ``wss://``,
+with Python's ``ssl`` module (OpenSSL) terminating TLS 1.2/1.3.
+
 Fan-out (``--fanout``):
   send       (default) ``asyncio.gather(conn.send(...) for each client)``: every
              frame is handed to every OPEN connection and awaited, with
@@ -31,6 +34,7 @@ import asyncio
 import ipaddress
 import json
 import signal
+import ssl
 import sys
 import uuid
 from datetime import datetime, timezone
@@ -180,10 +184,16 @@ async def amain(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
 
+    tls = None
+    if args.tls_cert:
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.minimum_version = ssl.TLSVersion.TLSv1_2
+        tls.load_cert_chain(args.tls_cert, args.tls_key)
     server = await serve(
         chat.handler,
         args.host,
         args.port,
+        ssl=tls,
         process_request=chat.process_request,
         compression="deflate" if args.compression == "deflate" else None,
         ping_interval=args.ping_interval or None,
@@ -195,7 +205,7 @@ async def amain(args: argparse.Namespace) -> int:
     sockets = server.sockets
     port = sockets[0].getsockname()[1]
     print(f"LISTENING {port}", flush=True)
-    err(f"serving ws://{args.host}:{port}{args.path} fanout={args.fanout} "
+    err(f"serving {'wss' if tls else 'ws'}://{args.host}:{port}{args.path} fanout={args.fanout} "
         f"max_seconds={args.max_seconds}")
 
     try:
@@ -227,7 +237,17 @@ def main() -> int:
     p.add_argument("--ping-interval", type=float, default=20,
                    help="server keepalive pings every N s, 0 = off (default 20, websockets' default)")
     p.add_argument("--max-size", type=int, default=2**20, help="max incoming message size (default 1 MiB)")
+    p.add_argument("--tls-cert", help="PEM certificate (chain): serve wss:// (needs --tls-key)")
+    p.add_argument("--tls-key", help="PEM private key of --tls-cert")
     args = p.parse_args()
+    if bool(args.tls_cert) != bool(args.tls_key):
+        p.error("--tls-cert and --tls-key go together")
+    for f in (args.tls_cert, args.tls_key):
+        if f:
+            try:
+                open(f, "rb").close()
+            except OSError as e:
+                p.error(f"cannot read {f}: {e.strerror}")
     try:
         args.host = loopback_host(args.host)
     except ValueError as e:

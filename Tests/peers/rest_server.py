@@ -23,6 +23,9 @@
   ``--chunked`` Transfer-Encoding: chunked (one chunk).
 - HTTP/1.1 keep-alive (pipelined requests answered in order); ``Connection: close``
   is honoured.
+- ``--tls-cert F --tls-key F`` (PEM): the same over HTTPS (Python's ``ssl``, TLS 1.2 and
+  1.3); each handshake runs in its connection's thread, a failed one is reported on
+  stderr and ends only that connection.
 
 Contract (see Tests/peers/README.md):
   stdout line 1:    ``LISTENING <port>``            (flushed once bound)
@@ -38,6 +41,7 @@ import json
 import math
 import os
 import signal
+import ssl
 import sys
 import threading
 import time
@@ -282,7 +286,30 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--body-size", type=int, default=256)
     p.add_argument("--chunked", action="store_true")
     p.add_argument("--max-seconds", type=float, default=300.0)
+    p.add_argument("--tls-cert", help="PEM certificate (chain): serve HTTPS (needs --tls-key)")
+    p.add_argument("--tls-key", help="PEM private key of --tls-cert")
     return p.parse_args(argv)
+
+
+class TLSHTTPServer(ThreadingHTTPServer):
+    """Accepts plain sockets and wraps them; the handshake happens in the connection's own
+    thread, so a slow or failing client holds up no one else."""
+
+    context: ssl.SSLContext
+
+    def get_request(self):
+        sock, address = self.socket.accept()
+        return self.context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), address
+
+    def finish_request(self, request, client_address) -> None:
+        try:
+            request.settimeout(10)
+            request.do_handshake()
+            request.settimeout(None)
+        except (ssl.SSLError, OSError) as e:
+            err(f"TLS handshake with {client_address} failed: {e}")
+            return
+        super().finish_request(request, client_address)
 
 
 def main(argv: list[str]) -> int:
@@ -303,6 +330,16 @@ def main(argv: list[str]) -> int:
         problems.append(f"--body-size must be from 0 to {MAX_BODY_SIZE}")
     if not 0 <= args.port <= 65535:
         problems.append("--port must be from 0 to 65535")
+    if bool(args.tls_cert) != bool(args.tls_key):
+        problems.append("--tls-cert and --tls-key go together")
+    context = None
+    if args.tls_cert and args.tls_key:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        try:
+            context.load_cert_chain(args.tls_cert, args.tls_key)
+        except (OSError, ssl.SSLError) as e:
+            problems.append(f"--tls-cert/--tls-key: {e}")
     token = args.token
     if args.token_env is not None:
         token = os.environ.get(args.token_env)
@@ -319,7 +356,11 @@ def main(argv: list[str]) -> int:
     Handler.state = state
     ThreadingHTTPServer.daemon_threads = True
     ThreadingHTTPServer.allow_reuse_address = True
-    server = ThreadingHTTPServer((host, args.port), Handler)
+    if context is not None:
+        TLSHTTPServer.context = context
+        server = TLSHTTPServer((host, args.port), Handler)
+    else:
+        server = ThreadingHTTPServer((host, args.port), Handler)
     server.daemon_threads = True
     stop = threading.Event()
     reason = ["max-seconds"]

@@ -18,6 +18,10 @@ MessagePack; negotiate v0 and v1; method names case-insensitive):
                                           returns the client's answer (client results)
     Upload(stream) -> int                 client-to-server stream; returns the item count
 
+TLS: --tls-cert F --tls-key F (PEM) serve the same hub over https:// (and wss://) with Python's
+ssl on aiohttp's own listener (aiosignalr's serve() takes no SSL context, so this script starts
+aiohttp's runner itself, as serve() does).
+
 stdout: "LISTENING <port>" once bound, then one final JSON stats line when stopped. Nothing
 else goes to stdout (diagnostics -> stderr).
 Exit: 0 after SIGTERM/SIGINT; 3 after --max-seconds (stats line with "reason":"max-seconds");
@@ -35,6 +39,7 @@ import ipaddress
 import json
 import logging
 import signal
+import ssl
 import sys
 import time
 from collections import Counter as Tally
@@ -267,7 +272,19 @@ def parse_args(argv):
                    help="write empty MessagePack headers as a map; stock aiosignalr writes the int 128 "
                         "(CC 80) in StreamItem/Completion/CancelInvocation")
     p.add_argument("-v", "--verbose", action="store_true", help="aiosignalr INFO logs on stderr")
+    p.add_argument("--tls-cert", help="PEM certificate (chain): serve https:// (needs --tls-key)")
+    p.add_argument("--tls-key", help="PEM private key of --tls-cert")
     args = p.parse_args(argv)
+    if bool(args.tls_cert) != bool(args.tls_key):
+        p.error("--tls-cert and --tls-key go together")
+    args.tls = None
+    if args.tls_cert:
+        args.tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        args.tls.minimum_version = ssl.TLSVersion.TLSv1_2
+        try:
+            args.tls.load_cert_chain(args.tls_cert, args.tls_key)
+        except (OSError, ssl.SSLError) as e:
+            p.error(f"--tls-cert/--tls-key: {e}")
     host = _loopback_host(args.host)
     if host is None:
         p.error(f"--host must be a loopback address or localhost, got {args.host!r}")
@@ -302,8 +319,17 @@ async def main_async(args):
         cls = CountingServer
     SERVER = cls(StampedeHub, options=options, logger=logging.getLogger("aiosignalr.server"))
     started = time.monotonic()
+    runner = None
     try:
-        _, port = await SERVER.serve(args.host, args.port, path=args.path)
+        if args.tls is None:
+            _, port = await SERVER.serve(args.host, args.port, path=args.path)
+        else:
+            from aiohttp import web
+            runner = web.AppRunner(SERVER.create_application(path=args.path))
+            await runner.setup()
+            site = web.TCPSite(runner, args.host, args.port, ssl_context=args.tls)
+            await site.start()
+            port = runner.addresses[0][1]
     except OSError as exc:
         print(f"cannot bind {args.host}:{args.port}: {exc}", file=sys.stderr, flush=True)
         return 1
@@ -322,7 +348,7 @@ async def main_async(args):
         with contextlib.suppress(Exception):
             ctx.closed.set()
     with contextlib.suppress(Exception, asyncio.TimeoutError):
-        await asyncio.wait_for(SERVER.close(), 5.0)
+        await asyncio.wait_for(SERVER.close() if runner is None else runner.cleanup(), 5.0)
     print(_stats_line(reason["why"], started), flush=True)
     return 0 if reason["why"] == "signal" else 3
 
