@@ -77,6 +77,7 @@ extension EventLoop {
             handshakeEnded(i, id: id, error: e)
         case .done:
             t.handshakeDurationNs = Self.now() &- t.handshakeStartNs
+            t.shrinkMemoryBIOs(above: 0)
             let resumed = t.resumed
             t.context.counts.withLock { $0.completed += 1; if resumed { $0.resumed += 1 } }
             slots[i].state = .stream

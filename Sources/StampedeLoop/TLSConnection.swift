@@ -10,8 +10,8 @@ import Glibc
 /// here is non-blocking.
 public final class TLSConnection: @unchecked Sendable {
     let ssl: OpaquePointer
-    let rbio: OpaquePointer
-    let wbio: OpaquePointer
+    private(set) var rbio: OpaquePointer
+    private(set) var wbio: OpaquePointer
     let context: TLSContext
     /// Server side: the listener that accepted it, announced to the handler once the handshake is done.
     var listener: ConnectionID?
@@ -155,6 +155,24 @@ public final class TLSConnection: @unchecked Sendable {
     /// client connection. SSL_free_buffers does nothing while a partial record is buffered.
     private func releaseIdleBuffers() {
         if cst_bio_pending(rbio) == 0 { _ = SSL_free_buffers(ssl) }
+        shrinkMemoryBIOs(above: Self.keptBIOBytes)
+    }
+
+    /// A memory BIO keeps the largest size it ever had; past this, an empty one is replaced.
+    static let keptBIOBytes = 4096
+
+    /// Replaces an empty memory BIO holding more than `limit` bytes with a new one (OpenSSL frees
+    /// the old): the handshake's flights and a large message otherwise stay allocated for the
+    /// connection's life. Called after the handshake (limit 0) and when reading or writing is idle.
+    func shrinkMemoryBIOs(above limit: Int) {
+        if cst_bio_pending(rbio) == 0, cst_bio_capacity(rbio) > limit, let b = cst_new_memory_bio() {
+            SSL_set0_rbio(ssl, b)
+            rbio = b
+        }
+        if cst_bio_pending(wbio) == 0, cst_bio_capacity(wbio) > limit, let b = cst_new_memory_bio() {
+            SSL_set0_wbio(ssl, b)
+            wbio = b
+        }
     }
 
     /// Encrypts up to one record of `bytes` once earlier ciphertext has gone out; reports the
@@ -182,7 +200,11 @@ public final class TLSConnection: @unchecked Sendable {
         for _ in 0..<64 {
             var data: UnsafePointer<CChar>? = nil
             let count = cst_bio_peek(wbio, &data)
-            guard count > 0, let data else { return .done(sentTotal) }
+            guard count > 0, let data else {
+                // A large message's records are out: the BIO need not keep their size.
+                if sentTotal > Self.keptBIOBytes { shrinkMemoryBIOs(above: Self.keptBIOBytes) }
+                return .done(sentTotal)
+            }
             switch syscall({ cs_send_nosignal(fd, data, Int(count)) }) {
             case .done(let n):
                 sentTotal += n

@@ -38,6 +38,20 @@ static inline int cst_attach_memory_bios(SSL *ssl, BIO **rbio, BIO **wbio) {
     return 1;
 }
 
+/// The bytes a memory BIO has allocated (it keeps its largest size until freed).
+static inline size_t cst_bio_capacity(BIO *b) {
+    BUF_MEM *m = NULL;
+    BIO_get_mem_ptr(b, &m);
+    return m == NULL ? 0 : m->max;
+}
+
+/// A new empty memory BIO that reads as "retry" when empty, or NULL.
+static inline BIO *cst_new_memory_bio(void) {
+    BIO *b = BIO_new(BIO_s_mem());
+    if (b != NULL) BIO_set_mem_eof_return(b, -1);
+    return b;
+}
+
 /// Bytes waiting in a memory BIO.
 static inline size_t cst_bio_pending(BIO *b) { return BIO_ctrl_pending(b); }
 
