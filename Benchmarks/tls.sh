@@ -55,16 +55,21 @@ tlsblock() {  # $1: plain | tls | tickets, $2: resume ratio
 }
 json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
-echo "== 1. idle connections: 4,000 clients connected, nothing sent"
+echo "== 1. idle connections: 4,000 clients connected, nothing sent (a fresh server for each)"
 printf '%-10s %14s %14s %12s\n' "" "client B/conn" "server B/conn" "connected"
 for kind in plain tls tickets; do
-  server=$([ "$kind" = plain ] && echo plain || echo tls)
-  before=$(rss_kib "$server")
-  S=$({ target "$([ "$kind" = plain ] && echo plain || echo tls)"; tlsblock "$kind"
+  if [ "$kind" = plain ]; then port=$(serve "idle-$kind"); else port=$(serve "idle-$kind" --tls-self-signed --tls-cert-out "$OUT/idle-$kind.pem"); fi
+  before=$(rss_kib "idle-$kind")
+  S=$({ if [ "$kind" = plain ]; then echo "target: ws://127.0.0.1:$port/chat"; else echo "target: wss://127.0.0.1:$port/chat"; fi
+        case $kind in
+          tls) printf 'tls: {ca_file: %s}\n' "$OUT/idle-$kind.pem" ;;
+          tickets) printf 'tls: {ca_file: %s, session_resumption: tickets}\n' "$OUT/idle-$kind.pem" ;;
+        esac
         printf 'clients: 4000\nconnect_rate: 2000\nduration: 3s\nmessage: {rate: 0}\ndrain: 0s\n'; } | run "idle-$kind")
-  # The server's RSS is read after the run; its connections are gone but freed memory mostly
-  # stays with the allocator, so this is the high-water mark per connection.
-  after=$(rss_kib "$server")
+  # The server's RSS is read once the clients are gone: memory it freed mostly stays with the
+  # allocator, so this is its high-water mark per connection.
+  after=$(rss_kib "idle-$kind")
+  kill "$(cat "$OUT/idle-$kind.pid")"
   printf '%-10s %14s %14s %12s\n' "$kind" "$(json "$S" "round(d['generator']['rss_per_connection_bytes'])")" \
     "$(( (after - before) * 1024 / 4000 ))" "$(json "$S" "d['connections']['connected']")"
 done
