@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the build and the tests need, when missing: OpenSSL's headers and
-# pkg-config (the COpenSSL system library, TLS on the loop), the openssl command (test
-# certificates), jemalloc (the package benchmarks' malloc counters), curl (tests reach
-# `stampede serve --rest` over https with it), nginx (the TLS interop tests start their own
-# nginx on loopback, each with its own config).
+# Installs the Debian packages Stampede needs, when missing. Always (the build and the demo):
+# OpenSSL's headers and pkg-config (the COpenSSL system library, TLS on the loop), the openssl
+# command, jemalloc (the package benchmarks' malloc counters). With `--tests` also: curl (tests
+# reach `stampede serve --rest` over https with it) and nginx (the TLS interop tests start
+# their own nginx on loopback ports of their own, each with its own config).
+# Usage: scripts/ensure-packages.sh [--tests]
 set -euo pipefail
+packages=(libssl-dev pkg-config openssl libjemalloc-dev)
+[ "${1:-}" != --tests ] || packages+=(curl nginx)
 need=()
-for p in libssl-dev pkg-config openssl libjemalloc-dev curl nginx; do
+for p in "${packages[@]}"; do
   dpkg -s "$p" > /dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -24,14 +27,4 @@ if [ ${#need[@]} -gt 0 ]; then
   { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" > /dev/null; } || status=$?
   [ -z "$made_policy" ] || $SUDO rm -f "$policy"
   [ $status = 0 ] || exit $status
-fi
-# Should a system nginx run anyway (started by systemd, or by an install before this script),
-# stop it: the tests do not use it, and it would hold port 80.
-if [ -s /run/nginx.pid ] && kill -0 "$(cat /run/nginx.pid)" 2> /dev/null; then
-  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
-  if command -v systemctl > /dev/null 2>&1 && systemctl is-active --quiet nginx 2> /dev/null; then
-    $SUDO systemctl disable --now nginx > /dev/null 2>&1 || true
-  else
-    $SUDO nginx -s quit 2> /dev/null || $SUDO kill "$(cat /run/nginx.pid)" 2> /dev/null || true
-  fi
 fi

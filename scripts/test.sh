@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/ensure-packages.sh
+bash scripts/ensure-packages.sh --tests
 for venv in websockets kosoku aiosignalr pysignalr signalrcore; do
   bash Tests/peers/ensure-venv.sh "$venv" > /dev/null
 done
