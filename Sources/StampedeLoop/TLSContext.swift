@@ -81,23 +81,27 @@ public final class TLSContext: @unchecked Sendable {
     }
 
     /// A client context as `configuration` describes (the scenario's `tls:` block).
-    public init(client configuration: TLSClientConfiguration) throws(TLSSetupError) {
-        guard let ctx = SSL_CTX_new(TLS_client_method()) else { throw TLSSetupError(description: "SSL_CTX_new: \(Self.takeErrors())") }
-        self.ctx = ctx
-        role = .client
-        serverName = configuration.serverName
-        handshakeTimeoutNs = 10_000_000_000
+    public convenience init(client configuration: TLSClientConfiguration) throws(TLSSetupError) {
+        try self.init(role: .client, serverName: configuration.serverName, handshakeTimeoutNs: 10_000_000_000)
         try configureClient(configuration)
     }
 
-    /// A server context with its certificate chain and private key (PEM files).
-    public init(serverCertificateFile certificate: String, keyFile key: String, handshakeTimeoutNs: UInt64 = 10_000_000_000) throws(TLSSetupError) {
-        guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw TLSSetupError(description: "SSL_CTX_new: \(Self.takeErrors())") }
+    /// An empty context for `role` that offers TLS 1.2 and later; the public initializers
+    /// configure it.
+    private init(role: Role, serverName: String?, handshakeTimeoutNs: UInt64) throws(TLSSetupError) {
+        guard let ctx = SSL_CTX_new(role == .client ? TLS_client_method() : TLS_server_method()) else {
+            throw TLSSetupError(description: "SSL_CTX_new: \(Self.takeErrors())")
+        }
         self.ctx = ctx
-        role = .server
-        serverName = nil
+        self.role = role
+        self.serverName = serverName
         self.handshakeTimeoutNs = handshakeTimeoutNs
-        _ = cst_ctx_set_min_tls12(ctx)
+        _ = cst_ctx_set_min_version(ctx, TLS1_2_VERSION)
+    }
+
+    /// A server context with its certificate chain and private key (PEM files).
+    public convenience init(serverCertificateFile certificate: String, keyFile key: String, handshakeTimeoutNs: UInt64 = 10_000_000_000) throws(TLSSetupError) {
+        try self.init(role: .server, serverName: nil, handshakeTimeoutNs: handshakeTimeoutNs)
         guard SSL_CTX_use_certificate_chain_file(ctx, certificate) == 1 else {
             throw TLSSetupError(description: "certificate \(certificate): \(Self.takeErrors())")
         }
@@ -108,13 +112,8 @@ public final class TLSContext: @unchecked Sendable {
 
     /// A server context from PEM text in memory (a `SelfSignedCertificate`, or files the caller
     /// read): the first certificate is the server's, any after it its chain.
-    public init(serverCertificatePEM: String, privateKeyPEM: String, handshakeTimeoutNs: UInt64 = 10_000_000_000) throws(TLSSetupError) {
-        guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw TLSSetupError(description: "SSL_CTX_new: \(Self.takeErrors())") }
-        self.ctx = ctx
-        role = .server
-        serverName = nil
-        self.handshakeTimeoutNs = handshakeTimeoutNs
-        _ = cst_ctx_set_min_tls12(ctx)
+    public convenience init(serverCertificatePEM: String, privateKeyPEM: String, handshakeTimeoutNs: UInt64 = 10_000_000_000) throws(TLSSetupError) {
+        try self.init(role: .server, serverName: nil, handshakeTimeoutNs: handshakeTimeoutNs)
         ERR_clear_error()
         let certificates: [OpaquePointer] = Self.withMemoryBIO(serverCertificatePEM) { bio in
             var all: [OpaquePointer] = []

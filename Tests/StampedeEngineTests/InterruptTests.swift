@@ -10,7 +10,7 @@ import Glibc
 
 /// A loopback listener that never accepts: TCP connects complete in its backlog, and nothing
 /// ever answers (an upgrade, a negotiate or a request waits for good).
-final class SilentListener {
+final class SilentListener: @unchecked Sendable {
     let fd: Int32
     let port: Int
 

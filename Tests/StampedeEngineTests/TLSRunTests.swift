@@ -175,8 +175,7 @@ struct TLSRunTests {
 
     @Test func plainServerOnTheTLSPortIsAProtocolErrorAndTLSServerOnAPlainURLIsCounted() throws {
         // A plain HTTP server answers the ClientHello as a bad request, as nginx does.
-        let plain = try ListeningSocket()
-        defer { plain.close() }
+        let plain = try SilentListener()
         let answering = Thread { plain.acceptAndAnswer(count: 4, seconds: 20, reply: Array("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)) }
         answering.start()
         let o = try badRun("tls-plain-server", "wss://127.0.0.1:\(plain.port)/chat", tls: Self.tls())
@@ -194,14 +193,12 @@ struct TLSRunTests {
 
     @Test func aStalledHandshakeTimesOutAndAResetMidHandshakeIsAHandshakeFailure() throws {
         // A listener that never accepts: the kernel completes TCP, nobody answers the ClientHello.
-        let silent = try ListeningSocket()
-        defer { silent.close() }
+        let silent = try SilentListener()
         let o = try badRun("tls-stall", "wss://127.0.0.1:\(silent.port)/chat", tls: Self.tls(), connectTimeout: 0.5)
         #expect(o.summary.errors["connect_timeout"] == 4)
 
         // A server that reads the ClientHello and resets the connection.
-        let resetting = try ListeningSocket()
-        defer { resetting.close() }
+        let resetting = try SilentListener()
         let thread = Thread { resetting.acceptAndAnswer(count: 4, seconds: 20, reply: nil) }
         thread.start()
         let r = try badRun("tls-reset", "wss://127.0.0.1:\(resetting.port)/chat", tls: Self.tls())
@@ -210,26 +207,10 @@ struct TLSRunTests {
     }
 }
 
-/// A loopback TCP listener of the test's own, for servers that misbehave on purpose.
-final class ListeningSocket: @unchecked Sendable {
-    let fd: Int32
-    let port: Int
-
-    init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        guard fd >= 0, bound == 0, listen(fd, 16) == 0 else { throw PeerError("cannot listen on loopback: \(errno)") }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        self.fd = fd
-        port = Int(UInt16(bigEndian: address.sin_port))
-    }
-
+extension SilentListener {
     /// Accepts up to `count` connections (for at most `seconds`), reads what each sends, and
-    /// writes `reply` and closes, or resets it (SO_LINGER 0) when `reply` is nil.
+    /// writes `reply` and closes, or resets it (SO_LINGER 0) when `reply` is nil: a server that
+    /// misbehaves on purpose.
     func acceptAndAnswer(count: Int, seconds: Double, reply: [UInt8]?) {
         let deadline = Date().addingTimeInterval(seconds)
         var done = 0
@@ -243,16 +224,12 @@ final class ListeningSocket: @unchecked Sendable {
             if poll(&q, 1, 2000) > 0 { _ = read(c, &buffer, buffer.count) }
             if let reply {
                 _ = reply.withUnsafeBytes { write(c, $0.baseAddress, $0.count) }
-                Glibc.close(c)
-                done += 1
-                continue
+            } else {
+                var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+                _ = setsockopt(c, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
             }
-            var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
-            _ = setsockopt(c, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
             Glibc.close(c)
             done += 1
         }
     }
-
-    func close() { Glibc.close(fd) }
 }

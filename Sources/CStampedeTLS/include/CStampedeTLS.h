@@ -18,11 +18,6 @@ static inline long cst_set_connection_modes(SSL *ssl) {
     return SSL_set_mode(ssl, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 }
 
-/// TLS 1.2 is the oldest version either side offers.
-static inline int cst_ctx_set_min_tls12(SSL_CTX *ctx) {
-    return (int)SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-}
-
 /// Two memory BIOs attached to `ssl` (which then owns them): ciphertext from the socket is
 /// written into `*rbio`, ciphertext for the socket is read out of `*wbio`. 1 on success.
 static inline int cst_attach_memory_bios(SSL *ssl, BIO **rbio, BIO **wbio) {
