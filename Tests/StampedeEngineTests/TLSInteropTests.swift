@@ -210,18 +210,28 @@ struct TLSInteropTests {
         #expect(!nginx.errorLog.contains("[error]"), "\(nginx.errorLog.suffix(1000))")
     }
 
+    /// The aiosignalr hub of Tests/peers, serving TLS itself with `tls`, and its port. The poll
+    /// timeout and idle grace are HubClientInteropTests' (Tests/peers/README.md).
+    static func startAiosignalr(tls: TestCertificates?) throws -> (BackgroundProcess, Int) {
+        let python = try peerPython("aiosignalr")
+        let tlsArguments = tls.map { ["--tls-cert", $0.certificateFile, "--tls-key", $0.keyFile] } ?? []
+        let server = try BackgroundProcess(python, [repositoryRoot.appendingPathComponent("Tests/peers/signalr_hub_server.py").path,
+                                                    "--port", "0", "--max-seconds", "120", "--long-polling-timeout", "1", "--lp-idle-grace", "15"]
+                                                   + tlsArguments)
+        let line: String
+        do { line = try server.waitForLine(prefix: "LISTENING ", timeout: 30) } catch { server.stop(); throw error }
+        guard let port = Int(line.dropFirst("LISTENING ".count)) else { server.stop(); throw PeerError("aiosignalr said '\(line)'") }
+        return (server, port)
+    }
+
     /// aiosignalr (a third-party SignalR server) behind nginx: both encodings, every transport
     /// it supports (MessagePack has no SSE: the protocol is text-only there).
     @Test func hubClientsOverHttpsThroughNginxToAiosignalrAccountForEveryCall() throws {
         let certificates = try TestCertificates()
         defer { certificates.remove() }
-        let python = try peerPython("aiosignalr")
-        // The poll timeout and idle grace of HubClientInteropTests (Tests/peers/README.md).
-        let server = try BackgroundProcess(python, [repositoryRoot.appendingPathComponent("Tests/peers/signalr_hub_server.py").path,
-                                                    "--port", "0", "--max-seconds", "120", "--long-polling-timeout", "1", "--lp-idle-grace", "15"])
+        let (server, port) = try Self.startAiosignalr(tls: nil)
         defer { server.stop() }
-        let line = try server.waitForLine(prefix: "LISTENING ", timeout: 30)
-        let nginx = try NginxTLSProxy(upstreamPort: try #require(Int(line.dropFirst("LISTENING ".count))), certificates: certificates)
+        let nginx = try NginxTLSProxy(upstreamPort: port, certificates: certificates)
         defer { nginx.stop() }
         let target = Target.http(url: Self.secure(nginx.port, "/hub"))
         for (transport, protocolKind) in hubTransportMatrix {
@@ -237,13 +247,9 @@ struct TLSInteropTests {
     @Test func hubClientsOverHttpsToAiosignalrsOwnTLSAccountForEveryCall() throws {
         let certificates = try TestCertificates()
         defer { certificates.remove() }
-        let python = try peerPython("aiosignalr")
-        let server = try BackgroundProcess(python, [repositoryRoot.appendingPathComponent("Tests/peers/signalr_hub_server.py").path,
-                                                    "--port", "0", "--max-seconds", "120", "--long-polling-timeout", "1", "--lp-idle-grace", "15",
-                                                    "--tls-cert", certificates.certificateFile, "--tls-key", certificates.keyFile])
+        let (server, port) = try Self.startAiosignalr(tls: certificates)
         defer { server.stop() }
-        let line = try server.waitForLine(prefix: "LISTENING ", timeout: 30)
-        let target = Target.http(url: Self.secure(try #require(Int(line.dropFirst("LISTENING ".count))), "/hub"))
+        let target = Target.http(url: Self.secure(port, "/hub"))
         for (transport, protocolKind) in [(HubTransport.webSockets, HubProtocolKind.json), (.serverSentEvents, .json), (.longPolling, .messagePack)] {
             let o = try run(Self.hubBroadcast(target, transport, protocolKind, ca: certificates.caFile))
             HubCase.sendBroadcast.check(o, clients: 6)
