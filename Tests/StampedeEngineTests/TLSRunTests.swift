@@ -90,10 +90,10 @@ struct TLSRunTests {
         #expect(o.summary.tls?.resumed == (ratio == 1 ? 12 : 0))
     }
 
-    /// A remote host of our own over TLS: `stampede serve` (chat and hub) in a network namespace
+    /// A remote host of our own over TLS: `stampede serve` (chat, hub, REST) in a network namespace
     /// with a certificate for the name stage.test only; the clients connect to its address and
     /// check the name with `server_name` (sent as SNI), as for a host not in DNS.
-    @Test func chatAndHubOverTLSReachATestHostInItsOwnNetworkNamespaceByAddressWithServerName() throws {
+    @Test func chatHubAndRestOverTLSReachATestHostInItsOwnNetworkNamespaceByAddressWithServerName() throws {
         let ns = try TestNetworkNamespace.make(salt: 1)
         defer { ns.remove() }
         let certificate = try CertificateFiles("netns", dnsNames: ["stage.test"], ipAddresses: [])
@@ -103,6 +103,8 @@ struct TLSRunTests {
         defer { chatServe.stop() }
         let (hubServe, hubPort) = try startServe(tlsFlags + ["--hub"], via: ns.exec)
         defer { hubServe.stop() }
+        let (restServe, restPort) = try startServe(tlsFlags + ["--rest"], via: ns.exec)
+        defer { restServe.stop() }
         let spec = Self.tls { $0.caFile = certificate.certificate; $0.serverName = "stage.test" }
 
         var chat = chatScenario(name: "tls-netns-chat", target: .webSocket(url: WebSocketURL(host: ns.address, port: chatPort, path: "/chat", secure: true)),
@@ -121,6 +123,14 @@ struct TLSRunTests {
         #expect(h.exitCode == 0)
         expectHubAccounting(h, clients: 4)
         #expect(h.summary.errorsTotal == 0)
+
+        var rest = restScenario("tls-netns-rest", target: .http(url: WebSocketURL(host: ns.address, port: restPort, path: "/api", secure: true)),
+                                clients: 4, duration: 1.5)
+        rest.tls = spec
+        let r = try run(rest)
+        #expect(r.exitCode == 0)
+        #expect(r.summary.errorsTotal == 0)
+        #expect(r.summary.messages.sent > 0 && r.summary.messages.delivered == r.summary.messages.sent && r.summary.messages.lost == 0)
 
         // The address alone is not a name on the certificate: every client fails verification.
         chat.tls = Self.tls { $0.caFile = certificate.certificate }
