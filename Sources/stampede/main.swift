@@ -40,7 +40,7 @@ struct Stampede: ParsableCommand {
               stampede serve --port 8765
             """,
         version: RunEngine.version,
-        subcommands: [Run.self, Serve.self, Validate.self, Autobahn.self]
+        subcommands: [Run.self, Serve.self, Validate.self, Autobahn.self, Merge.self]
     )
 }
 
@@ -480,6 +480,26 @@ struct ServeTLSOptions: ParsableArguments {
         guard size <= 1 << 20 else { throw ValidationError("\(flag) \(path): larger than 1 MiB, not a PEM file") }
         guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("\(flag) \(path): cannot read it (permissions?)") }
         return String(decoding: data, as: UTF8.self)
+    }
+}
+
+struct Merge: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Merge results folders of runs made side by side into one (histograms added exactly, counts summed).",
+        discussion: "Example:\n  stampede merge results/a results/b -o results/merged\nExit 2 when an input is not a results folder.")
+    @Argument(help: "Results folders.") var folders: [String]
+    @Option(name: .short, help: "The merged folder (created; must not exist or be empty).") var output: String
+
+    func run() throws {
+        do {
+            let summary = try ResultsMerge.merge(folders.map { URL(fileURLWithPath: $0) }, into: URL(fileURLWithPath: output))
+            print("merged \(folders.count) folders: \(summary.messages.sent) messages sent, \(summary.errorsTotal) errors")
+            print(output)
+        } catch {
+            FileHandle.standardError.write(Data("\(error)\n".utf8))
+            if case .badInput = error { throw ExitCode(ExitStatus.badInput) }
+            throw ExitCode(ExitStatus.runFailed)
+        }
     }
 }
 
