@@ -86,6 +86,7 @@ extension RunEngine {
         gauges.lastProcessCPUNs = processCPUNs
         gauges.clientLoopCPUNs = loopCPUNs
         totals.add(merged)
+        thresholdBoundary(merged, fromNs: lastIntervalNs, toNs: now, final: final)
         let rssNow = residentBytes()
         // The interval belongs to the window of the latest event before it (or to the baseline).
         if let current = eventBook.currentWindow {

@@ -34,6 +34,8 @@ public struct RunRecord: Sendable {
     /// TLS runs: the clients' handshake failures by OpenSSL's reason ("certificate has
     /// expired" …); nil when the clients spoke plain TCP.
     public var tlsFailureReasons: [String: Int]? = nil
+    /// How the scenario's thresholds fared (set by the engine at the end of the run); nil when it has none.
+    public var thresholds: [RunSummary.Threshold]? = nil
 
     public init(scenario: Scenario, startedAt: Date, endedAt: Date, partial: Bool, partialReason: String?, fatalError: String?,
                 totals: MetricsShard, intervals: [IntervalSample], environment: RunEnvironment, peakOpenConnections: Int,
