@@ -100,7 +100,8 @@ public final class RunEngine {
     var embeddedCertificate: SelfSignedCertificate?
     var embeddedCertificateFolder: URL?
     /// The scenario's thresholds as the run goes (RunEngine+Thresholds.swift).
-    lazy var thresholdBook = ThresholdBook(scenario.thresholds)
+    lazy var thresholdBook = ThresholdEvaluator(scenario.thresholds)
+    var lastThresholdMessageSeconds = 0.0
 
     public init(scenario: Scenario, options: RunOptions) {
         self.scenario = scenario

@@ -91,9 +91,10 @@ enum ThresholdMeasure {
     }
 }
 
-/// The thresholds as the run goes: the window each windowed entry is filling, what every
-/// condition has seen so far, and whether one has stopped the run.
-struct ThresholdBook {
+/// Judges a scenario's thresholds over a run's measurements: fed every interval as the run goes
+/// (windows, `abort_on_fail`), then the totals at the end. Independent of the engine, so that
+/// anything holding a run's intervals and totals (a merge of results folders) can judge them too.
+public struct ThresholdEvaluator {
     struct ConditionState {
         var windowsEvaluated = 0
         /// Windowed: the first failing window (start, end in seconds of the message phase) and its value.
@@ -107,13 +108,120 @@ struct ThresholdBook {
         var window = MetricsShard()
         var conditions: [ConditionState]
     }
+    public let specs: [ThresholdSpec]
     var entries: [EntryState] = []
-    /// "threshold round_trip p(99) < 50ms failed (…)" once an `abort_on_fail` entry failed.
-    var abortReason: String?
+    /// "threshold round_trip p(99) < 50ms failed (63.2ms)" once an `abort_on_fail` entry failed.
+    public private(set) var abortReason: String?
 
-    init(_ specs: [ThresholdSpec]) {
+    public init(_ specs: [ThresholdSpec]) {
+        self.specs = specs
         entries = specs.map { EntryState(conditions: Array(repeating: ConditionState(), count: $0.conditions.count)) }
     }
+
+    /// One interval of measurements.
+    /// - Parameters:
+    ///   - messageSeconds: the interval's start and end in seconds of the message phase; nil
+    ///     before the message phase (ramp-up), whose intervals belong to no window.
+    ///   - runSeconds: seconds since the run started, for `delay`.
+    ///   - totals: the totals so far, this interval included (for live `abort_on_fail` entries).
+    public mutating func add(interval m: MetricsShard, messageSeconds: (start: Double, end: Double)?, runSeconds: Double,
+                             totals: MetricsShard) {
+        if let (start, end) = messageSeconds {
+            // An interval belongs to the window its middle falls in (intervals are ~1 s, windows ≥ 1 s).
+            let middle = (start + end) / 2
+            for (i, spec) in specs.enumerated() where spec.isWindowed {
+                let after = spec.afterSeconds ?? 0
+                guard middle >= after else { continue }
+                let index = spec.windowSeconds.map { Int(min((middle - after) / $0, 1e9)) } ?? 0
+                if let current = entries[i].windowIndex, current != index { closeWindow(i, atSeconds: end, runSeconds: runSeconds) }
+                entries[i].windowIndex = index
+                entries[i].window.add(m)
+            }
+        }
+        guard abortReason == nil else { return }
+        for (i, spec) in specs.enumerated() where spec.abortOnFail && !spec.isWindowed && runSeconds >= spec.delaySeconds {
+            guard let kind = spec.kind, !kind.isEndOfRunOnly else { continue }
+            for (j, condition) in spec.conditions.enumerated() {
+                guard let value = ThresholdMeasure.observe(kind, condition.statistic, in: totals, storms: nil),
+                      !condition.comparison.holds(value, condition.limit) else { continue }
+                abort(entry: i, condition: j, observed: value, window: nil)
+                return
+            }
+        }
+    }
+
+    /// Judges the window entry `i` has been filling, then starts it afresh.
+    private mutating func closeWindow(_ i: Int, atSeconds now: Double, runSeconds: Double) {
+        let spec = specs[i]
+        guard let index = entries[i].windowIndex, let kind = spec.kind else { return }
+        let start = (spec.afterSeconds ?? 0) + Double(index) * (spec.windowSeconds ?? 0)
+        let end = spec.windowSeconds.map { start + $0 } ?? max(start, now)
+        let mayAbort = spec.abortOnFail && runSeconds >= spec.delaySeconds
+        for (j, condition) in spec.conditions.enumerated() {
+            guard let value = ThresholdMeasure.observe(kind, condition.statistic, in: entries[i].window, storms: nil) else { continue }
+            entries[i].conditions[j].windowsEvaluated += 1
+            if condition.comparison.holds(value, condition.limit) {
+                if entries[i].conditions[j].worst.map({ Self.worse(value, than: $0, condition.comparison) }) ?? true {
+                    entries[i].conditions[j].worst = value
+                }
+            } else if entries[i].conditions[j].firstFailure == nil {
+                entries[i].conditions[j].firstFailure = (start, end, value)
+                if mayAbort && abortReason == nil { abort(entry: i, condition: j, observed: value, window: (start, end)) }
+            }
+        }
+        entries[i].window.reset()
+        entries[i].windowIndex = nil
+    }
+
+    private mutating func abort(entry i: Int, condition j: Int, observed: Double, window: (Double, Double)?) {
+        let spec = specs[i]
+        let condition = spec.conditions[j]
+        entries[i].conditions[j].abortedRun = true
+        let unit = spec.kind.map { ThresholdMeasure.unit($0, condition.statistic) } ?? "count"
+        var reason = "threshold \(spec.key) \(condition.text) failed (\(ThresholdMeasure.text(observed, unit: unit))"
+        if let (start, end) = window {
+            reason += " in the window \(ThresholdMeasure.trimmed(start))s–\(ThresholdMeasure.trimmed(end))s"
+        }
+        abortReason = reason + ")"
+    }
+
+    /// Closes the windows still open (the last interval ended at `messageSeconds` into the
+    /// message phase) and judges every condition: windowed ones by their windows, the others
+    /// over the run's totals and storms. Nil when there are no thresholds.
+    public mutating func finish(totals: MetricsShard, storms: [RunSummary.Storm], messageSeconds: Double) -> [RunSummary.Threshold]? {
+        guard !specs.isEmpty else { return nil }
+        // The run is over: a window failing here stops nothing (no run second is past a delay).
+        for i in specs.indices where entries[i].windowIndex != nil { closeWindow(i, atSeconds: messageSeconds, runSeconds: -1) }
+        var results: [RunSummary.Threshold] = []
+        for (i, spec) in specs.enumerated() {
+            guard let kind = spec.kind else { continue }
+            for (j, condition) in spec.conditions.enumerated() {
+                let unit = ThresholdMeasure.unit(kind, condition.statistic)
+                let state = entries[i].conditions[j]
+                let observed: Double?
+                var result = RunSummary.Threshold(
+                    metric: spec.metric, label: spec.label, condition: condition.text, observed: nil, unit: unit,
+                    limit: condition.limit, observedText: "", passed: false, abortedRun: state.abortedRun)
+                if spec.isWindowed {
+                    observed = state.firstFailure?.observed ?? state.worst
+                    // No window with anything to judge is not a pass.
+                    result.passed = state.firstFailure == nil && state.windowsEvaluated > 0
+                    result.windowsEvaluated = state.windowsEvaluated
+                    result.failingWindow = state.firstFailure.map { .init(startSeconds: Self.rounded($0.start), endSeconds: Self.rounded($0.end)) }
+                } else {
+                    observed = ThresholdMeasure.observe(kind, condition.statistic, in: totals, storms: storms)
+                    result.passed = !state.abortedRun && (observed.map { condition.comparison.holds($0, condition.limit) } ?? false)
+                }
+                result.observedText = ThresholdMeasure.text(observed, unit: unit)
+                // JSON has no infinity: a storm never recovered from is null, "never".
+                result.observed = observed.flatMap { $0.isFinite ? Self.rounded($0) : nil }
+                results.append(result)
+            }
+        }
+        return results
+    }
+
+    static func rounded(_ v: Double) -> Double { (v * 1000).rounded() / 1000 }
 
     /// Closer to failing: higher for < and <=, lower for > and >=.
     static func worse(_ a: Double, than b: Double, _ c: ThresholdComparison) -> Bool {

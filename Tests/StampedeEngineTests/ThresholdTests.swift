@@ -110,6 +110,32 @@ struct ThresholdTests {
         #expect(help.stdout.contains("99   a threshold failed") && help.stdout.contains("98   the generator was saturated"))
     }
 
+    @Test(arguments: [6.0, 7.0]) func theEvaluatorJudgesWindowsAndStopsOnlyAfterTheDelay(delay: Double) throws {
+        var steady = ThresholdSpec(metric: "round_trip", label: "w", conditions: [try condition("p(99) < 10ms")], afterSeconds: 1, windowSeconds: 2)
+        steady.abortOnFail = true
+        steady.delaySeconds = delay
+        var evaluator = ThresholdEvaluator([steady, ThresholdSpec(metric: "round_trip", conditions: [try condition("max < 1s")])])
+        var totals = MetricsShard()
+        // Seconds 0…8 of the message phase (and of the run), one interval each; only second 4–5 is slow.
+        for second in 0..<8 {
+            var m = MetricsShard()
+            for _ in 0..<50 { m.record(.roundTrip, nanoseconds: second == 4 ? 900_000_000 : 1_000_000) }
+            totals.add(m)
+            evaluator.add(interval: m, messageSeconds: (Double(second), Double(second + 1)), runSeconds: Double(second + 1), totals: totals)
+            // The window 3–5 s fails as it closes, when the interval 5–6 s comes in: 6 s into the run.
+            #expect((evaluator.abortReason != nil) == (delay == 6 && second >= 5), "second \(second)")
+        }
+        if delay == 6 {
+            #expect(evaluator.abortReason == "threshold round_trip@w p(99) < 10ms failed (900ms in the window 3s–5s)")
+        }
+        let finished = evaluator.finish(totals: totals, storms: [], messageSeconds: 8)
+        let results = try #require(finished)
+        #expect(results.map(\.passed) == [false, true])
+        #expect(results[0].failingWindow == .init(startSeconds: 3, endSeconds: 5) && results[0].windowsEvaluated == 4)
+        #expect(results[0].observedText == "900ms" && results[0].abortedRun == (delay == 6))
+        #expect((results[1].observed ?? 0) > 899_000)
+    }
+
     @Test func theThresholdMetricNamesAreTheMeasuredOnes() {
         #expect(ThresholdMetricKind.latencyKeys.sorted() == LatencyMetric.allCases.map(\.key).sorted())
         #expect(ThresholdMetricKind.errorClassKeys == ErrorClass.allCases.map(\.key))
