@@ -140,6 +140,13 @@ struct Run: ParsableCommand {
         if let fatal = outcome.record.fatalError { FileHandle.standardError.write(Data("error: \(fatal)\n".utf8)) }
         if let e = outcome.writeError { FileHandle.standardError.write(Data("error: could not write results: \(e)\n".utf8)) }
         if let folder = outcome.resultsFolder { print("results: \(relativePath(folder))") }
+        // One line a CI log shows next to the exit code (the summary above has the details).
+        let failedThresholds = outcome.summary.thresholds?.filter { !$0.passed }.count ?? 0
+        if outcome.exitCode == ExitStatus.thresholdFailed {
+            FileHandle.standardError.write(Data("stampede: \(failedThresholds) threshold condition(s) failed (exit 99)\n".utf8))
+        } else if outcome.exitCode == ExitStatus.saturated {
+            FileHandle.standardError.write(Data("stampede: the generator was saturated; thresholds not judged (exit 98)\n".utf8))
+        }
         if outcome.exitCode != 0 { throw ExitCode(outcome.exitCode) }
     }
 }

@@ -106,6 +106,7 @@ struct ThresholdTests {
         let saturated = r.stdout.contains("the generator was saturated")
         #expect(r.status == (saturated ? 98 : 99), "\(r.stdout)\n\(r.stderr)")
         #expect(r.stdout.contains("✗ round_trip p(99)"), "\(r.stdout)")
+        #expect(r.stderr.contains(saturated ? "thresholds not judged (exit 98)" : "1 threshold condition(s) failed (exit 99)"), "\(r.stderr)")
         let help = try runProcess(stampedeBinary.path, ["run", "--help"], timeout: 60)
         #expect(help.stdout.contains("99   a threshold failed") && help.stdout.contains("98   the generator was saturated"))
     }
