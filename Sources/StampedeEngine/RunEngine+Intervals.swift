@@ -92,6 +92,7 @@ extension RunEngine {
                                                 histogram: merged.histograms[m.rawValue])
             histogramLogLines[m.rawValue].append(HistogramLog.line(interval))
         }
+        thresholdBoundary(merged, fromNs: lastIntervalNs, toNs: now, final: final)
         let rssNow = residentBytes()
         // The interval belongs to the window of the latest event before it (or to the baseline).
         if let current = eventBook.currentWindow {

@@ -50,7 +50,8 @@ public struct RunOutcome: Sendable {
     /// Nil if the results could not be written (the error is in `writeError`).
     public var resultsFolder: URL?
     public var writeError: String?
-    /// 0 ok, 1 the run failed (target unreachable, nothing connected), 130 interrupted.
+    /// `RunExitStatus`: 0 passed, 1 the run failed (target unreachable, nothing connected), 99 a
+    /// threshold failed, 98 the generator was saturated (with thresholds), 130 interrupted.
     public var exitCode: Int32
 }
 
@@ -103,6 +104,9 @@ public final class RunEngine {
     var embeddedCertificatePEM: String?
     var embeddedCertificate: SelfSignedCertificate?
     var embeddedCertificateFolder: URL?
+    /// The scenario's thresholds as the run goes (RunEngine+Thresholds.swift).
+    lazy var thresholdBook = ThresholdEvaluator(scenario.thresholds)
+    var lastThresholdMessageSeconds = 0.0
 
     public init(scenario: Scenario, options: RunOptions) {
         self.scenario = scenario
@@ -142,6 +146,7 @@ public final class RunEngine {
             let s = tick()
             if s.notYetStarted == 0 && s.inFlight == 0 { break }
             if options.interrupt.isRaised { partialReason = "interrupted during ramp-up"; break }
+            if let reason = thresholdBook.abortReason { partialReason = reason; break }
             if EventLoop.now() - rampStart > rampBudgetNs { warnings.append("ramp-up did not finish in time"); break }
         }
         let rampSeconds = seconds(EventLoop.now() - runStartNs)
@@ -175,6 +180,7 @@ public final class RunEngine {
                 }
                 runChurn(until: t1)
                 if options.interrupt.isRaised { partialReason = "interrupted during the message phase"; break }
+                if let reason = thresholdBook.abortReason { partialReason = reason; break }
             }
             messageSeconds = seconds(min(EventLoop.now(), t1) - t0)
 
@@ -189,6 +195,7 @@ public final class RunEngine {
                 let fanoutDone = totals[.fanoutReceived] + s.fanoutSinceInterval >= expected
                 if s.outstanding == 0 && fanoutDone { break }
                 if options.interrupt.isRaised { partialReason = "interrupted while draining"; break }
+                if let reason = thresholdBook.abortReason { partialReason = reason; break }
                 if EventLoop.now() >= drainEnd { break }
             }
             drainSeconds = seconds(EventLoop.now() - drainStart)
@@ -237,8 +244,11 @@ public final class RunEngine {
         record.histogramLogLines = Dictionary(uniqueKeysWithValues: LatencyMetric.allCases.compactMap { m in
             histogramLogLines[m.rawValue].isEmpty ? nil : (m, histogramLogLines[m.rawValue])
         })
+        record.thresholds = thresholdResults(storms: ResultsWriter.summary(of: record).storms)
+        let stoppedByThreshold = partialReason != nil && partialReason == thresholdBook.abortReason
         var outcome = RunOutcome(record: record, summary: ResultsWriter.summary(of: record), resultsFolder: nil, writeError: nil,
-                                 exitCode: fatal != nil ? 1 : partialReason != nil ? 130 : 0)
+                                 exitCode: Self.exitCode(failed: fatal != nil, interrupted: partialReason != nil && !stoppedByThreshold,
+                                                         thresholds: record.thresholds, saturated: saturated))
         do {
             outcome.resultsFolder = try ResultsWriter.write(record, resultsRoot: options.resultsRoot)
         } catch {

@@ -62,6 +62,7 @@ public enum SummaryText {
         if let p = s.generator.peakCPUPercent, p > 0 { peak = String(format: "  peak %.0f%% of a core", p) }
         out.append(String(format: "  generator    cpu %.2fs (client loops %.2fs)%@  max timer lag %@", s.generator.processCPUSeconds, s.generator.clientLoopCPUSeconds, peak as NSString, formatMicros(s.generator.maxTimerLagMicros) as NSString))
         for w in s.generator.warnings.prefix(5) { out.append("  warning: \(w)") }
+        out += thresholdLines(s)
         return out.joined(separator: "\n")
     }
 }

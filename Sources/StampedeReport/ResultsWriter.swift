@@ -70,7 +70,7 @@ public enum ResultsWriter {
         let cpuPerMessage: Double? = handled > 0 ? rounded(finite(g.clientLoopCPUSeconds) * 1_000_000 / Double(handled)) : nil
 
         let env = record.environment
-        return RunSummary(
+        var summary = RunSummary(
             partial: record.partial,
             partialReason: record.partialReason,
             fatalError: record.fatalError,
@@ -119,6 +119,8 @@ public enum ResultsWriter {
                 RunSummary.TLS(handshakes: t[.tlsHandshakes], resumed: t[.tlsResumed],
                                failureReasons: reasons.mapValues { UInt64($0) })
             })
+        summary.thresholds = record.thresholds
+        return summary
     }
 
     static func restSummary(_ record: RunRecord) -> RunSummary.Rest? {

@@ -40,6 +40,8 @@ public struct RunRecord: Sendable {
     /// interval spanning the run.
     public var histogramLogLines: [LatencyMetric: [String]] = [:]
     public var histogramLogStartTime: Date? = nil
+    /// How the scenario's thresholds fared (set by the engine at the end of the run); nil when it has none.
+    public var thresholds: [RunSummary.Threshold]? = nil
 
     public init(scenario: Scenario, startedAt: Date, endedAt: Date, partial: Bool, partialReason: String?, fatalError: String?,
                 totals: MetricsShard, intervals: [IntervalSample], environment: RunEnvironment, peakOpenConnections: Int,

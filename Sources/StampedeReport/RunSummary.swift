@@ -44,6 +44,8 @@ public struct RunSummary: Codable, Sendable, Equatable {
     public var rest: Rest? = nil
     /// TLS runs: handshakes, resumptions and failure reasons; nil when the clients spoke plain TCP.
     public var tls: TLS? = nil
+    /// The scenario's thresholds, one entry per condition; null when the scenario has none.
+    public var thresholds: [Threshold]? = nil
 
     /// What the ETag-polling clients saw.
     public struct Rest: Codable, Sendable, Equatable {
@@ -236,11 +238,9 @@ public struct RunSummary: Codable, Sendable, Equatable {
         counters: [String: UInt64] = [:], hubErrors: [String: UInt64] = [:], storms: [Storm] = [], rest: Rest? = nil,
         tls: TLS? = nil
     ) {
-        self.rest = rest
-        self.tls = tls
+        self.rest = rest; self.tls = tls
         self.counters = counters
-        self.hubErrors = hubErrors
-        self.storms = storms
+        self.hubErrors = hubErrors; self.storms = storms
         self.schema = schema; self.partial = partial; self.partialReason = partialReason; self.fatalError = fatalError
         self.scenario = scenario; self.environment = environment; self.phasesSeconds = phasesSeconds
         self.connections = connections; self.messages = messages; self.bytes = bytes; self.latencyMicros = latencyMicros
@@ -262,7 +262,7 @@ public struct RunSummary: Codable, Sendable, Equatable {
         case upgradeStatuses = "upgrade_statuses"
         case generator, files, counters
         case hubErrors = "hub_errors"
-        case storms, rest, tls
+        case storms, rest, tls, thresholds
     }
 
     // Written by hand only so that nil optionals become `null` instead of disappearing.
@@ -289,7 +289,7 @@ public struct RunSummary: Codable, Sendable, Equatable {
         try c.encode(hubErrors, forKey: .hubErrors)
         try c.encode(storms, forKey: .storms)
         try c.encode(rest, forKey: .rest)
-        try c.encode(tls, forKey: .tls)
+        try c.encode(tls, forKey: .tls); try c.encode(thresholds, forKey: .thresholds)
     }
 
     /// The summary as written to summary.json: pretty-printed, keys sorted, trailing newline.

@@ -55,6 +55,8 @@ public struct Scenario: Sendable, Equatable {
     public var tls: TLSSpec? = nil
     /// Admin endpoint of a `stampede serve` target, for `server` events against it.
     public var targetAdmin: AdminEndpoint? = nil
+    /// Pass/fail conditions on the run's measurements (`thresholds:`), in the file's order.
+    public var thresholds: [ThresholdSpec] = []
 
     public struct Header: Sendable, Equatable {
         public var name: String

@@ -176,6 +176,9 @@ extension Reader {
         if let node = fields["events"] {
             scenario.events = try eventList(node, duration: duration, target: target, admin: scenario.targetAdmin)
         }
+        if let node = fields["thresholds"] {
+            scenario.thresholds = try thresholdList(node, messageSeconds: duration)
+        }
         return scenario
     }
 

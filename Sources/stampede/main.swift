@@ -44,11 +44,16 @@ struct Stampede: ParsableCommand {
     )
 }
 
-/// Exit codes: 0 ok, 1 the run failed, 2 bad input (scenario or arguments), 130 interrupted.
+/// Exit codes, for pipelines: 0 passed, 1 the run failed, 2 bad input (scenario or arguments),
+/// 99 a threshold failed, 98 the generator was saturated (a scenario with thresholds: neither
+/// pass nor fail), 130 interrupted. A run's own come from the engine (`RunExitStatus`).
 enum ExitStatus {
-    static let runFailed: Int32 = 1
+    static let passed: Int32 = RunExitStatus.passed
+    static let runFailed: Int32 = RunExitStatus.runFailed
     static let badInput: Int32 = 2
-    static let interrupted: Int32 = 130
+    static let thresholdFailed: Int32 = RunExitStatus.thresholdFailed
+    static let saturated: Int32 = RunExitStatus.saturated
+    static let interrupted: Int32 = RunExitStatus.interrupted
 }
 
 struct Run: ParsableCommand {
@@ -58,6 +63,15 @@ struct Run: ParsableCommand {
             Prints a progress line every second (to stderr), a summary at the end, and, as the
             last line on stdout, the results folder. Ctrl-C ends the run early and still writes
             what was gathered, marked partial.
+
+            Exit codes:
+              0    passed (the run completed; every threshold passed)
+              1    the run failed (nothing connected, results not written)
+              2    bad input (the scenario file or a flag; the message names file, line and field)
+              99   a threshold failed (at the end, or live with abort_on_fail: the run stopped early)
+              98   the generator was saturated, so the scenario's thresholds were not judged
+                   (its latency is partly the generator's own); takes precedence over 99
+              130  interrupted (Ctrl-C, SIGTERM); results written, marked partial
 
             Examples:
               stampede run scenarios/chat-broadcast.yaml
@@ -126,6 +140,13 @@ struct Run: ParsableCommand {
         if let fatal = outcome.record.fatalError { FileHandle.standardError.write(Data("error: \(fatal)\n".utf8)) }
         if let e = outcome.writeError { FileHandle.standardError.write(Data("error: could not write results: \(e)\n".utf8)) }
         if let folder = outcome.resultsFolder { print("results: \(relativePath(folder))") }
+        // One line a CI log shows next to the exit code (the summary above has the details).
+        let failedThresholds = outcome.summary.thresholds?.filter { !$0.passed }.count ?? 0
+        if outcome.exitCode == ExitStatus.thresholdFailed {
+            FileHandle.standardError.write(Data("stampede: \(failedThresholds) threshold condition(s) failed (exit 99)\n".utf8))
+        } else if outcome.exitCode == ExitStatus.saturated {
+            FileHandle.standardError.write(Data("stampede: the generator was saturated; thresholds not judged (exit 98)\n".utf8))
+        }
         if outcome.exitCode != 0 { throw ExitCode(outcome.exitCode) }
     }
 }
