@@ -106,6 +106,7 @@ public final class RunEngine {
     var embeddedCertificateFolder: URL?
     /// The scenario's thresholds as the run goes (RunEngine+Thresholds.swift).
     lazy var thresholdBook = ThresholdEvaluator(scenario.thresholds)
+    /// Where the last interval ended, in seconds of the message phase (ends an `after`-only window).
     var lastThresholdMessageSeconds = 0.0
 
     public init(scenario: Scenario, options: RunOptions) {
