@@ -177,7 +177,7 @@ public enum HistogramCodec {
     /// `maxInflatedBytes`: a stream that inflates to more is refused, not followed.
     static func inflate(_ compressed: [UInt8]) throws(HistogramCodecError) -> [UInt8] {
         guard !compressed.isEmpty else { throw .truncated("zlib stream") }
-        let capacity = min(maxInflatedBytes, compressed.count.multipliedReportingOverflow(by: 1040).partialValue + 64)
+        let capacity = compressed.count >= maxInflatedBytes / 1040 ? maxInflatedBytes : compressed.count * 1040 + 64
         var out = [UInt8](repeating: 0, count: capacity)
         var length = uLong(capacity)
         let status = out.withUnsafeMutableBufferPointer { dst in
