@@ -509,7 +509,7 @@ struct Merge: ParsableCommand {
         abstract: "Merge results folders of runs made side by side into one (histograms added exactly, counts summed).",
         discussion: "Example:\n  stampede merge results/a results/b -o results/merged\nExit 2 when an input is not a results folder.")
     @Argument(help: "Results folders.") var folders: [String]
-    @Option(name: .short, help: "The merged folder (created; must not exist or be empty).") var output: String
+    @Option(name: .short, help: ArgumentHelp("The merged folder (created; must not exist or be empty).", valueName: "out")) var output: String
 
     func run() throws {
         do {

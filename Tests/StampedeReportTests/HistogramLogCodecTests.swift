@@ -92,6 +92,26 @@ import Testing
         }
     }
 
+    /// The Java writer's file (Fixtures/java-writer.hlog, made by Tests/peers/HlogFixture.java): we
+    /// read it, and our encoder writes its payloads byte for byte (before zlib).
+    @Test func readsTheJavaWritersFileAndEncodesItsPayloadsByteForByte() throws {
+        let text = try String(contentsOf: Self.fixtures.appendingPathComponent("java-writer.hlog"), encoding: .utf8)
+        let parsed = try HistogramLog.parse(text)
+        #expect(parsed.startTime == Date(timeIntervalSince1970: 1_764_000_000))
+        #expect(parsed.intervals.map(\.startSeconds) == [0, 1, 2])
+        for (i, interval) in parsed.intervals.enumerated() {
+            Self.expectSame(interval.histogram, Self.histogram(Self.fixtureValues(i)), exactMax: false)
+        }
+        let lines = text.split(separator: "\n").filter { $0.first?.isNumber == true }
+        #expect(lines.count == 3)
+        for (i, line) in lines.enumerated() {
+            let theirs = try #require(Data(base64Encoded: String(line.split(separator: ",")[3])))
+            #expect(Array(theirs.prefix(4)) == [0x1c, 0x84, 0x93, 0x14])
+            let payload = try HistogramCodec.inflate(Array(theirs.dropFirst(8)))
+            #expect(HistogramCodec.encodePayload(Self.histogram(Self.fixtureValues(i))) == payload)
+        }
+    }
+
     @Test func zigZagMatchesJavaForEdgeValues() throws {
         for v: Int64 in [0, 1, -1, 63, -64, 64, 1 << 55, (1 << 56) - 1, 1 << 56, .max, .min + 1, .min] {
             var bytes: [UInt8] = []
