@@ -1,0 +1,105 @@
+import ArgumentParser
+import Foundation
+import StampedeEngine
+import StampedeLoop
+import StampedeReport
+import StampedeScenario
+import StampedeServers
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Run: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run a scenario and write its results under results/.",
+        discussion: """
+            Prints a progress line every second (to stderr), a summary at the end, and, as the
+            last line on stdout, the results folder. Ctrl-C ends the run early and still writes
+            what was gathered, marked partial.
+
+            Exit codes:
+              0    passed (the run completed; every threshold passed)
+              1    the run failed (nothing connected, results not written)
+              2    bad input (the scenario file or a flag; the message names file, line and field)
+              99   a threshold failed (at the end, or live with abort_on_fail: the run stopped early)
+              98   the generator was saturated, so the scenario's thresholds were not judged
+                   (its latency is partly the generator's own); takes precedence over 99
+              130  interrupted (Ctrl-C, SIGTERM); results written, marked partial
+
+            Examples:
+              stampede run scenarios/chat-broadcast.yaml
+              stampede run scenarios/chat-broadcast.yaml --clients 200 --duration 5
+              stampede run scenarios/chat-local-server.yaml --target ws://127.0.0.1:8765/chat
+            """)
+
+    @Argument(help: "Scenario file (YAML).")
+    var scenario: String
+
+    @Option(help: "Client event loops (threads), 1 to 256. Default: one per core.")
+    var loops: Int?
+
+    @Option(help: "Folder to write results into (created if needed; checked before the run starts).")
+    var results: String = "results"
+
+    @Option(help: "Override the scenario's target ('embedded', or a ws:// URL for chat, http:// for hub and REST).")
+    var target: String?
+
+    @Option(help: "Override the number of clients (1 to 1,000,000).")
+    var clients: String?
+
+    @Option(help: "Override the message phase duration: seconds, or with a unit (500ms, 90s, 2m, 1h; at most 168h).")
+    var duration: String?
+
+    @Flag(help: "Plain log lines instead of a live progress line.")
+    var plain = false
+
+    @Flag(help: "No progress output.")
+    var quiet = false
+
+    func validate() throws {
+        if let l = loops, !(1...256).contains(l) { throw ValidationError("--loops must be from 1 to 256, got \(l)") }
+    }
+
+    /// The flags that replace scenario fields, checked by the loader exactly as those fields are.
+    var overrides: [ScenarioLoader.Override] {
+        [("--target", target), ("--clients", clients), ("--duration", duration)].compactMap { flag, value in
+            value.flatMap { ScenarioLoader.Override(flag: flag, value: $0) }
+        }
+    }
+
+    func run() throws {
+        let s: Scenario
+        do { s = try ScenarioLoader.load(path: scenario, overrides: overrides) } catch {
+            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+            throw ExitCode(ExitStatus.badInput)
+        }
+        do { try ResultsWriter.checkWritable(resultsRoot: URL(fileURLWithPath: results)) } catch {
+            FileHandle.standardError.write(Data("error: --results: \(error)\n".utf8))
+            throw ExitCode(ExitStatus.badInput)
+        }
+        installSignalHandlers()
+        let style: RunOptions.ProgressStyle = quiet ? .silent : (plain || isatty(STDERR_FILENO) == 0) ? .lines : .terminal
+        var options = RunOptions(resultsRoot: URL(fileURLWithPath: results), progress: style, interrupt: interrupt)
+        options.stampedeExecutable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+        if let l = loops { options.loops = l }
+        let targetText = s.target == .embedded ? "embedded target" : s.target.description
+        FileHandle.standardError.write(Data("stampede \(RunEngine.version): \(s.name): \(s.clients) clients → \(targetText), \(options.loops) loop(s)\n".utf8))
+        let outcome: RunOutcome
+        do { outcome = try RunEngine(scenario: s, options: options).run() } catch {
+            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+            throw ExitCode(interrupt.isRaised ? ExitStatus.interrupted : ExitStatus.runFailed)
+        }
+        print(SummaryText.render(outcome.summary))
+        if let fatal = outcome.record.fatalError { FileHandle.standardError.write(Data("error: \(fatal)\n".utf8)) }
+        if let e = outcome.writeError { FileHandle.standardError.write(Data("error: could not write results: \(e)\n".utf8)) }
+        if let folder = outcome.resultsFolder { print("results: \(relativePath(folder))") }
+        // One line a CI log shows next to the exit code (the summary above has the details).
+        let failedThresholds = outcome.summary.thresholds?.filter { !$0.passed }.count ?? 0
+        if outcome.exitCode == ExitStatus.thresholdFailed {
+            FileHandle.standardError.write(Data("stampede: \(failedThresholds) threshold condition(s) failed (exit 99)\n".utf8))
+        } else if outcome.exitCode == ExitStatus.saturated {
+            FileHandle.standardError.write(Data("stampede: the generator was saturated; thresholds not judged (exit 98)\n".utf8))
+        }
+        if outcome.exitCode != 0 { throw ExitCode(outcome.exitCode) }
+    }
+}
