@@ -19,11 +19,30 @@ public enum ResultsMerge {
     /// Reads the folders, writes the merged folder `output` (created; it must not exist or be
     /// empty) and returns its summary.
     public static func merge(_ folders: [URL], into output: URL) throws(ResultsMergeError) -> RunSummary {
+        let merged = try combine(folders, output: output)
+        try write(merged.summary, logs: merged.logs, to: output)
+        return merged.summary
+    }
+
+    /// The merged folder's contents before they are written, so that a caller can add to the
+    /// summary (thresholds judged on the merge) first.
+    public struct Merged {
+        public var summary: RunSummary
+        /// Metric key → the merged log's StartTime (the earliest input's) and its intervals.
+        public var logs: [String: (startTime: Date, intervals: [HistogramLogInterval])]
+    }
+
+    /// Reads and merges the folders (nothing is written).
+    public static func combine(_ folders: [URL], output: URL) throws(ResultsMergeError) -> Merged {
         guard folders.count >= 1 else { throw .badInput("no results folders to merge") }
         let inputs = try folders.map { folder throws(ResultsMergeError) in try read(folder) }
         let (summary, logs) = combine(inputs, output: output)
-        try write(summary, logs: logs, to: output)
-        return summary
+        return Merged(summary: summary, logs: logs)
+    }
+
+    /// Writes a merged folder (created; it must not exist or be empty).
+    public static func write(_ merged: Merged, to output: URL) throws(ResultsMergeError) {
+        try write(merged.summary, logs: merged.logs, to: output)
     }
 
     /// One folder's summary.json and `.hlog` files; every problem names the folder or file.

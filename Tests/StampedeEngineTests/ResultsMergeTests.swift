@@ -2,6 +2,7 @@ import Foundation
 import StampedeEngine
 import StampedeMetrics
 import StampedeReport
+import StampedeScenario
 import Testing
 
 /// `stampede merge`: two real runs merged give the counts added up and the percentiles of one
@@ -39,6 +40,39 @@ import Testing
         let written = try RunSummary.decode(from: Data(contentsOf: out.appendingPathComponent("summary.json")))
         #expect(written == merged)
         #expect(Set(try FileManager.default.contentsOfDirectory(atPath: out.path)) == Set(merged.files + ["summary.json"]))
+    }
+
+    /// Thresholds judged on the merge: totals, and a latency window from the merged per-second
+    /// intervals; the binary exits 99 when one fails on the merge, 0 when all hold.
+    @Test func thresholdsAreJudgedOnTheMerge() throws {
+        let a = try run(chatScenario(name: "merge-thr-a", clients: 6, duration: 2.2, rate: 30))
+        let b = try run(chatScenario(name: "merge-thr-b", clients: 6, duration: 2.2, rate: 30))
+        let folders = [try #require(a.resultsFolder), try #require(b.resultsFolder)]
+        let merged = try ResultsMerge.combine(folders, output: temporaryFolder("unused"))
+        let sent = a.summary.messages.sent + b.summary.messages.sent
+        let scenario = try ScenarioLoader.parse(yaml: """
+            target: embedded
+            clients: 12
+            duration: 2s
+            thresholds:
+              counters.messages_sent: ["count == \(sent)", "count > \(sent)"]
+              round_trip: ["p(50) < 60s"]
+              round_trip@steady: {conditions: ["p(99) < 60s"], window: 1s}
+            """, file: "gate.yaml")
+        let results = try #require(MergedThresholds.judge(scenario.thresholds, merged))
+        #expect(results.map(\.passed) == [true, false, true, true])
+        #expect(results[3].windowsEvaluated ?? 0 >= 1)
+
+        let file = temporaryFolder("merge-thr").appendingPathComponent("gate.yaml")
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        for (condition, status) in [("count == \(sent)", Int32(0)), ("count > \(sent)", 99)] {
+            try "target: embedded\nclients: 12\nduration: 2s\nthresholds:\n  counters.messages_sent: [\"\(condition)\"]\n".write(to: file, atomically: true, encoding: .utf8)
+            let out = temporaryFolder("merge-thr-out-\(status)").appendingPathComponent("out")
+            let r = try runProcess(stampedeBinary.path, ["merge"] + folders.map(\.path) + ["-o", out.path, "--scenario", file.path], timeout: 60)
+            #expect(r.status == status, "\(r.stdout)\(r.stderr)")
+            let written = try RunSummary.decode(from: Data(contentsOf: out.appendingPathComponent("summary.json")))
+            #expect(written.thresholds?.first?.passed == (status == 0))
+        }
     }
 
     @Test func sameSecondIntervalsOfSideBySideRunsBecomeOne() {
