@@ -199,6 +199,8 @@ public final class RestServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
             faults.startRejecting(seconds: seconds)
         case .stall(let seconds):
             FaultState.stall(loop, seconds: seconds)
+        case .delay:
+            break  // only the chat server acts out a delay so far (`supportsDelay`)
         }
     }
 

@@ -168,6 +168,8 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
             faults.startRejecting(seconds: seconds)
         case .stall(let seconds):
             FaultState.stall(loop, seconds: seconds)
+        case .delay:
+            break  // only the chat server acts out a delay so far (`supportsDelay`)
         }
     }
 
