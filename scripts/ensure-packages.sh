@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Stampede needs, when missing. Always (the build and the demo):
 # OpenSSL's headers and pkg-config (the COpenSSL system library, TLS on the loop), the openssl
-# command, jemalloc (the package benchmarks' malloc counters). With `--tests` also: curl (tests
-# reach `stampede serve --rest` over https with it) and nginx (the TLS interop tests start
-# their own nginx on loopback ports of their own, each with its own config).
+# command, jemalloc (the package benchmarks' malloc counters), zlib's headers (the CZlib system
+# library: .hlog files). With `--tests` also: curl (tests reach `stampede serve --rest` over
+# https with it), nginx (the TLS interop tests start their own nginx on loopback ports of their
+# own, each with its own config), and HdrHistogram's Java library with a headless JRE (the .hlog
+# interop tests run its HistogramLogProcessor).
 # Usage: scripts/ensure-packages.sh [--tests]
 set -euo pipefail
-packages=(libssl-dev pkg-config openssl libjemalloc-dev)
-[ "${1:-}" != --tests ] || packages+=(curl nginx)
+packages=(libssl-dev pkg-config openssl libjemalloc-dev zlib1g-dev)
+[ "${1:-}" != --tests ] || packages+=(curl nginx libhdrhistogram-java default-jre-headless)
 need=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" > /dev/null 2>&1 || need+=("$p")

@@ -9,7 +9,7 @@ import Testing
 
     /// Layers from the bottom: a module may depend only on modules of lower layers.
     static let layers: [[String]] = [
-        ["CStampedeLinux", "COpenSSL", "CStampedeTLS"],
+        ["CStampedeLinux", "COpenSSL", "CStampedeTLS", "CZlib"],
         ["StampedeLoop", "StampedeWire", "StampedeMetrics", "StampedeScenario"],
         ["StampedeSession"],
         ["StampedeWorkloads", "StampedeServers", "StampedeReport"],
