@@ -86,6 +86,12 @@ extension RunEngine {
         gauges.lastProcessCPUNs = processCPUNs
         gauges.clientLoopCPUNs = loopCPUNs
         totals.add(merged)
+        // Each latency metric's interval histogram, as an .hlog line (skipping empty ones).
+        for m in LatencyMetric.allCases where merged.histograms[m.rawValue].totalCount > 0 {
+            let interval = HistogramLogInterval(startSeconds: seconds(lastIntervalNs &- runStartNs), lengthSeconds: seconds(now &- lastIntervalNs),
+                                                histogram: merged.histograms[m.rawValue])
+            histogramLogLines[m.rawValue].append(HistogramLog.line(interval))
+        }
         let rssNow = residentBytes()
         // The interval belongs to the window of the latest event before it (or to the baseline).
         if let current = eventBook.currentWindow {

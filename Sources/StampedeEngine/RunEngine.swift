@@ -79,6 +79,11 @@ public final class RunEngine {
     var intervals: [IntervalSample] = []
     var warnings: [String] = []
     var runStartNs: UInt64 = 0
+    /// The wall clock at `runStartNs`: the .hlog files' StartTime.
+    var runStartDate = Date()
+    /// Each latency metric's .hlog interval lines so far (encoded text, not histograms: a long
+    /// run keeps a few hundred bytes per metric and second), by `LatencyMetric.rawValue`.
+    var histogramLogLines: [[String]] = LatencyMetric.allCases.map { _ in [] }
     var lastIntervalNs: UInt64 = 0
     var lastOpen = 0
     var phase = RunPhase.rampUp
@@ -122,6 +127,7 @@ public final class RunEngine {
         try startLoops(count: loopCount, endpoint: endpoint)
 
         runStartNs = EventLoop.now()
+        runStartDate = Date()
         lastIntervalNs = runStartNs
         let rssBeforeConnect = residentBytes()
         var partialReason: String? = nil
@@ -227,6 +233,10 @@ public final class RunEngine {
         record.generator.peakClientLoopCPUPercent = gauges.peakLoopCPUPercent
         record.baselineConnectPhase = eventBook.baselineWindow
         record.tlsFailureReasons = clientTLS?.context.handshakeCounts.reasons
+        record.histogramLogStartTime = runStartDate
+        record.histogramLogLines = Dictionary(uniqueKeysWithValues: LatencyMetric.allCases.compactMap { m in
+            histogramLogLines[m.rawValue].isEmpty ? nil : (m, histogramLogLines[m.rawValue])
+        })
         var outcome = RunOutcome(record: record, summary: ResultsWriter.summary(of: record), resultsFolder: nil, writeError: nil,
                                  exitCode: fatal != nil ? 1 : partialReason != nil ? 130 : 0)
         do {

@@ -2,7 +2,8 @@ import Foundation
 import StampedeMetrics
 import StampedeScenario
 
-/// Writes a run's results folder: summary.json, one `.hgrm` per latency metric with samples, and timeseries.csv.
+/// Writes a run's results folder: summary.json, one `.hgrm` and one `.hlog` per latency metric with samples, and
+/// timeseries.csv.
 ///
 /// The layout and every field are documented for users in `docs/results.md`.
 public enum ResultsWriter {
@@ -13,7 +14,7 @@ public enum ResultsWriter {
     public static let hgrmTicksPerHalfDistance = 5
 
     /// Creates `<resultsRoot>/<scenario.name>-<UTC yyyyMMdd'T'HHmmss'Z'>/` (add -2, -3 … if it exists) and writes
-    /// summary.json, one `<metric.key>.hgrm` per latency metric that has samples, and timeseries.csv.
+    /// summary.json, one `<metric.key>.hgrm` and `<metric.key>.hlog` per latency metric that has samples, and timeseries.csv.
     /// Each file is written atomically (temp file in the same folder + rename). Returns the folder URL.
     ///
     /// summary.json is written last, so a folder that has it is complete.
@@ -23,6 +24,7 @@ public enum ResultsWriter {
         for metric in metricsWithSamples(record.totals) {
             let text = hgrm(record.totals.histograms[metric.rawValue])
             try AtomicFile.write(Data(text.utf8), to: folder.appendingPathComponent(hgrmFileName(metric)))
+            try AtomicFile.write(Data(hlog(record, metric).utf8), to: folder.appendingPathComponent(hlogFileName(metric)))
         }
         try AtomicFile.write(Data(timeseriesCSV(record.intervals).utf8), to: folder.appendingPathComponent(timeseriesFileName))
         for storm in record.storms {
@@ -215,6 +217,21 @@ public enum ResultsWriter {
     /// `<metric.key>.hgrm`.
     public static func hgrmFileName(_ metric: LatencyMetric) -> String { metric.key + ".hgrm" }
 
+    /// `<metric.key>.hlog`.
+    public static func hlogFileName(_ metric: LatencyMetric) -> String { metric.key + ".hlog" }
+
+    /// The metric's HdrHistogram interval log: the engine's interval lines, or (a record made
+    /// without them) one interval spanning the run with the metric's totals.
+    public static func hlog(_ record: RunRecord, _ metric: LatencyMetric) -> String {
+        let start = record.histogramLogStartTime ?? record.startedAt
+        if let lines = record.histogramLogLines[metric], !lines.isEmpty {
+            return HistogramLog.render(startTime: start, lines: lines)
+        }
+        let whole = HistogramLogInterval(startSeconds: 0, lengthSeconds: max(0, record.endedAt.timeIntervalSince(start)),
+                                         histogram: record.totals.histograms[metric.rawValue])
+        return HistogramLog.render(startTime: start, intervals: [whole])
+    }
+
     /// HdrHistogram's percentile-distribution text for one histogram, values in microseconds (no scaling).
     public static func hgrm(_ histogram: LatencyHistogram) -> String {
         var text = ""
@@ -234,7 +251,7 @@ public enum ResultsWriter {
 
     /// Names of the files `write` puts beside summary.json, in the order it writes them.
     public static func fileNames(for totals: MetricsShard) -> [String] {
-        metricsWithSamples(totals).map(hgrmFileName) + [timeseriesFileName]
+        metricsWithSamples(totals).flatMap { [hgrmFileName($0), hlogFileName($0)] } + [timeseriesFileName]
     }
 
     /// The `latency_model` note for a load model.

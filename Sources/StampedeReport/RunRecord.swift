@@ -34,6 +34,12 @@ public struct RunRecord: Sendable {
     /// TLS runs: the clients' handshake failures by OpenSSL's reason ("certificate has
     /// expired" …); nil when the clients spoke plain TCP.
     public var tlsFailureReasons: [String: Int]? = nil
+    /// Each latency metric's interval histograms as .hlog lines (`HistogramLog.line`), one per
+    /// interval with samples, and the files' StartTime (the wall clock when the run's clock
+    /// started). A metric with samples but no lines (a record not made by the engine) gets one
+    /// interval spanning the run.
+    public var histogramLogLines: [LatencyMetric: [String]] = [:]
+    public var histogramLogStartTime: Date? = nil
 
     public init(scenario: Scenario, startedAt: Date, endedAt: Date, partial: Bool, partialReason: String?, fatalError: String?,
                 totals: MetricsShard, intervals: [IntervalSample], environment: RunEnvironment, peakOpenConnections: Int,

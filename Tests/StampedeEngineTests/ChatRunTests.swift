@@ -54,6 +54,17 @@ struct ChatRunTests {
         for file in ["summary.json", "timeseries.csv", "round_trip.hgrm", "fanout.hgrm"] {
             #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent(file).path), "\(file) missing")
         }
+        // Each metric's .hlog intervals add up to the run's histogram exactly.
+        for m in LatencyMetric.allCases where o.record.totals.histograms[m.rawValue].totalCount > 0 {
+            let log = try HistogramLog.parse(String(contentsOf: folder.appendingPathComponent(m.key + ".hlog"), encoding: .utf8))
+            var sum = makeLatencyHistogram()
+            for interval in log.intervals { sum.add(interval.histogram) }
+            let total = o.record.totals.histograms[m.rawValue]
+            #expect(sum.totalCount == total.totalCount, "\(m.key)")
+            #expect(sum.maxRecorded == total.maxRecorded, "\(m.key)")
+            for p in [50.0, 90.0, 99.0, 99.9, 100.0] { #expect(sum.valueAtPercentile(p) == total.valueAtPercentile(p), "\(m.key) p\(p)") }
+            #expect(o.summary.files.contains(m.key + ".hlog"))
+        }
         #expect(!o.summary.partial)
     }
 

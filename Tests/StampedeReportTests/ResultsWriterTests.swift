@@ -124,7 +124,7 @@ import Testing
         r.totals = shard
         let summary = ResultsWriter.summary(of: r)
         #expect(Set(summary.latencyMicros.keys) == ["round_trip", "tcp_connect"])
-        #expect(summary.files == ["round_trip.hgrm", "tcp_connect.hgrm", "timeseries.csv"])
+        #expect(summary.files == ["round_trip.hgrm", "round_trip.hlog", "tcp_connect.hgrm", "tcp_connect.hlog", "timeseries.csv"])
     }
 
     @Test func correctedAndUncorrectedMetricsAreListedByKeyWithTheirRatio() {
@@ -236,7 +236,7 @@ import Testing
         try withTempDir { root in
             let folder = try ResultsWriter.write(record(), resultsRoot: root)
             let summary = try RunSummary.decode(from: Data(contentsOf: folder.appendingPathComponent("summary.json")))
-            #expect(summary.files == ["round_trip.hgrm", "round_trip_uncorrected.hgrm", "timeseries.csv"])
+            #expect(summary.files == ["round_trip.hgrm", "round_trip.hlog", "round_trip_uncorrected.hgrm", "round_trip_uncorrected.hlog", "timeseries.csv"])
             #expect(Set(try FileManager.default.contentsOfDirectory(atPath: folder.path)) == Set(summary.files + ["summary.json"]))
         }
     }
