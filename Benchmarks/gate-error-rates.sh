@@ -6,6 +6,8 @@
 # counts. Each run: 50 chat clients, 100 messages/s, 10 s against `stampede serve` in its own
 # process (a fresh one per run), everything on 127.0.0.1.
 # Usage: Benchmarks/gate-error-rates.sh [PAIRS] [extra compare flags, e.g. --tolerance 5%]
+# With GATE_KEEP=DIR, each pair's compare JSON is kept there (aa-1.json, ab-1.json, …) for
+# re-judging the same pairs under another rule.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PAIRS=${1:-20}
@@ -49,14 +51,15 @@ declare -A AA AB
 judge() {  # kind, index, baseline, current → prints one line, counts the verdict
   local status=0
   "$B" compare "$3" "$4" --format json --fail-on slower "${EXTRA[@]}" > "$OUT/compare.json" || status=$?
+  if [ -n "${GATE_KEEP:-}" ]; then mkdir -p "$GATE_KEEP"; cp "$OUT/compare.json" "$GATE_KEEP/$(echo "$1" | tr -d / | tr 'A-Z' 'a-z')-$2.json"; fi
   local line
   line=$(python3 - "$OUT/compare.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 m = {x["metric"]: x for x in d["metrics"]}
 rt = m.get("round_trip")
-p = lambda side: f'{rt[side]["percentiles"]["p50"]["value"] / 1000:.3f}' if rt else "?"
-print(f'{d["verdict"]}|round_trip p50 {p("baseline")} -> {p("current")} ms, ' +
+p = lambda side, q="p50": f'{rt[side]["percentiles"][q]["value"] / 1000:.3f}' if rt else "?"
+print(f'{d["verdict"]}|round_trip p50 {p("baseline")} -> {p("current")}, p99 {p("baseline", "p99")} -> {p("current", "p99")} ms; ' +
       ", ".join(f'{k} {v["verdict"]}' for k, v in m.items() if v["gated"]))
 PY
 )

@@ -23,7 +23,7 @@ public enum TargetAdminError: Error, Sendable, CustomStringConvertible {
 /// - `POST /fault/drop?mode=reset|close` (default reset): drop every connection.
 /// - `POST /fault/reject?seconds=S`: answer new connections 503 for S seconds.
 /// - `POST /fault/stall?seconds=S`: hang the server for S seconds.
-/// - `POST /fault/delay?ms=N`: hold every relayed message N ms (0 to 10000; 0 turns it off; chat server only).
+/// - `POST /fault/delay?ms=N`: hold every relayed message N ms (0 to 10000; 0 turns it off; chat and REST servers).
 /// - `GET /status`: the server's statistics as JSON.
 ///
 /// S is plain decimal (`5`, `0.25`: no sign, exponent, hex, `nan` or `inf`) from 0.001 to 3600.
@@ -231,7 +231,7 @@ public final class TargetAdmin: EventLoopHandler, @unchecked Sendable {
         case "/fault/delay":
             guard r.method == .post else { return wrongMethod(id, allowed: "POST") }
             guard let values else { return badRequest(id, problem) }
-            guard target.supportsDelay else { return badRequest(id, "this server does not act out a delay (only the chat server does)") }
+            guard target.supportsDelay else { return badRequest(id, "this server does not act out a delay (the chat and REST servers do)") }
             guard let text = values["ms"], !text.isEmpty, text.utf8.count <= 5, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
                   let ms = Int(text), ms <= TargetFault.maxDelayMilliseconds else {
                 return badRequest(id, "ms must be whole milliseconds from 0 to \(TargetFault.maxDelayMilliseconds), like ?ms=2 (0 turns the delay off)")

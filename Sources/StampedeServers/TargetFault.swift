@@ -14,7 +14,7 @@ public enum TargetFault: Sendable, Equatable {
     case reject(seconds: Double)
     /// The server stops reading and writing for `seconds` (like a GC pause or a hung process) and then carries on where it was.
     case stall(seconds: Double)
-    /// Every relayed message (chat broadcast) waits `milliseconds` before it goes out, a fixed
+    /// Every relayed message (chat broadcast, REST response) waits `milliseconds` before it goes out, a fixed
     /// added service time that makes a known latency regression; 0 turns it off.
     case delay(milliseconds: Int)
 
@@ -44,7 +44,7 @@ public protocol FaultTarget: AnyObject, Sendable {
     func apply(_ fault: TargetFault)
     /// The server's statistics as a one-line JSON object. Call on the loop thread.
     func statusJSON() -> String
-    /// Whether `apply(.delay(…))` has an effect (so far only the chat server's).
+    /// Whether `apply(.delay(…))` has an effect (the chat and REST servers'; not yet the hub's).
     var supportsDelay: Bool { get }
 }
 

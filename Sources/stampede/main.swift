@@ -150,7 +150,7 @@ struct Serve: ParsableCommand {
               POST /fault/drop?mode=reset|close  drop every connection (RST or clean)
               POST /fault/reject?seconds=S       answer new connections 503 for S s
               POST /fault/stall?seconds=S        hang the server for S s (S <= 3600)
-              POST /fault/delay?ms=N             hold every chat broadcast N ms (0: off; N <= 10000)
+              POST /fault/delay?ms=N             hold every broadcast/response N ms (0: off; N <= 10000; not --hub)
               GET  /status                       statistics as JSON
 
             Example:
@@ -199,7 +199,7 @@ struct Serve: ParsableCommand {
     @Option(help: "Stop by itself after this many seconds (0 = until Ctrl-C).")
     var maxSeconds: Double = 0
 
-    @Option(help: "Hold every chat broadcast this long before it goes out, like 2ms (0 to 10s): a known regression for `stampede compare`.")
+    @Option(help: "Hold every chat broadcast (REST: response) this long, like 2ms (0 to 10s): a known regression for `stampede compare`.")
     var delay: String?
 
     @Option(help: "Port of the fault switch on 127.0.0.1 (0 picks a free one; default: none).")
@@ -227,7 +227,7 @@ struct Serve: ParsableCommand {
         }
         if let delay {
             guard TargetFault.delayMilliseconds(delay) != nil else { throw ValidationError("--delay must be whole milliseconds from 0 to 10000, like 2ms or 0.5s, got '\(delay)'") }
-            guard !hub, !rest else { throw ValidationError("--delay is acted out by the chat server only (not with --hub or --rest)") }
+            guard !hub else { throw ValidationError("--delay is acted out by the chat and REST servers only, not yet by --hub") }
         }
     }
 
@@ -521,7 +521,7 @@ struct Compare: ParsableCommand {
     @Argument(help: "The baseline and the current results folder.") var folders: [String]
     @Option(help: "table, markdown, json or junit.") var format = "table"
     @Option(help: "Exit 97 when a gated metric is slower (or faster, spread-changed; comma-separated).") var failOn: String?
-    @Option(help: "Smallest shift of p50 and p90 called a change, like 5% (default 10%).") var tolerance = "10%"
+    @Option(help: "Smallest shift of p50 and p90 called a change, like 5% (default 25%).") var tolerance = "25%"
     @Option(help: "The gated metrics, comma-separated (default round_trip,fanout).") var metrics: String?
     @Option(help: "Bootstrap resamples (seed fixed).") var resamples = 1000
 

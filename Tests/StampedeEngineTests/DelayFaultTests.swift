@@ -35,6 +35,24 @@ struct DelayFaultTests {
         }
     }
 
+    @Test func restDelayHoldsEachResponseAndKeepsPipelinedOrder() throws {
+        let ref = try RefRestServer(.init(changeRate: 0))
+        defer { ref.stop() }
+        let admin = try TargetAdmin(target: ref.server)
+        defer { admin.stop() }
+        #expect(try RefHubHTTP.request(admin.port, "POST", "/fault/delay?ms=300").status == 200)
+        let c = try RefHubSocket(port: ref.server.port)
+        let sent = Date()
+        c.write("GET /api/first HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /api/second HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        let first = try c.readRestResponse()
+        #expect(Date().timeIntervalSince(sent) >= 0.29)
+        let second = try c.readRestResponse()
+        #expect(first.status == 200 && String(decoding: first.body, as: UTF8.self).contains("/api/first"))
+        #expect(second.status == 200 && String(decoding: second.body, as: UTF8.self).contains("/api/second"))
+        #expect(try RefHubHTTP.request(admin.port, "POST", "/fault/delay?ms=0").status == 200)
+        #expect(try c.rest("/api/third").status == 200)
+    }
+
     @Test func delayEventAddsItsServiceTimeToTheRoundTrip() throws {
         var s = chatScenario(name: "delay-event", clients: 10, duration: 1.5, rate: 40)
         s.drainSeconds = 1
@@ -48,7 +66,7 @@ struct DelayFaultTests {
     }
 
     @Test func serveDelayFlagIsValidated() throws {
-        for args in [["--delay", "2x"], ["--delay", "20s"], ["--delay", "1.5ms"], ["--hub", "--delay", "2ms"], ["--rest", "--delay", "2ms"]] {
+        for args in [["--delay", "2x"], ["--delay", "20s"], ["--delay", "1.5ms"], ["--hub", "--delay", "2ms"]] {
             let r = try runProcess(stampedeBinary.path, ["serve", "--port", "0", "--max-seconds", "1"] + args, timeout: 20)
             #expect(r.status == 2, "\(args): \(r.stderr)")
             #expect(r.stderr.contains("--delay"), "\(args): \(r.stderr)")

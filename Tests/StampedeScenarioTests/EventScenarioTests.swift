@@ -98,3 +98,14 @@ import Testing
         }
     }
 }
+
+@Test func delayEventsAreForChatOnly() throws {
+    let hub = "target: embedded\nworkload: hub\nhub: {operation: invoke, method: Echo}\nclients: 1\nduration: 10s\n"
+    _ = try ScenarioLoader.parse(yaml: hub, file: "e.yaml")
+    do {
+        _ = try ScenarioLoader.parse(yaml: hub + "events:\n  - {at: 1s, server: {fault: delay, ms: 2}}\n", file: "e.yaml")
+        Issue.record("a delay event in a hub scenario was accepted")
+    } catch {
+        #expect(error.field == "events" && error.message.contains("chat and REST servers only"), "\(error)")
+    }
+}

@@ -13,8 +13,10 @@ public enum CompareVerdict: String, Codable, Sendable, CaseIterable {
 
 /// The knobs of the verdict rule (see docs/compare.md).
 public struct CompareSettings: Sendable {
-    /// A shift smaller than this share of the baseline is never called a change (0.10 = 10 %).
-    public var tolerance: Double = 0.10
+    /// A shift smaller than this share of the baseline is never called a change (0.25 = 25 %):
+    /// back-to-back runs of one build on a shared 2-core machine drift by up to ~20 % at p50
+    /// (Benchmarks/README.md, the gate's error rates).
+    public var tolerance: Double = 0.25
     /// Bootstrap resamples per percentile, and their seed (fixed: the same folders give the same answer).
     public var resamples = 1000
     public var seed: UInt64 = 0x5EED
@@ -130,7 +132,7 @@ extension MetricComparison {
         if below("p50"), below("p90"), shift("p50") < -tol, shift("p90") < -tol {
             return (.faster, "p50 \(pct(shift("p50"))), p90 \(pct(shift("p90"))): beyond the noise and the \(tolText) tolerance")
         }
-        if abs(shift("p50")) <= tol, (above("p99") || below("p99")), abs(shift("p99")) > 3 * tol {
+        if abs(shift("p50")) <= tol, (above("p99") || below("p99")), abs(shift("p99")) > 4 * tol {
             return (.spreadChanged, "p99 \(pct(shift("p99"))) beyond its noise while p50 moved \(pct(shift("p50")))")
         }
         return (.noChange, "p50 \(pct(shift("p50"))), p90 \(pct(shift("p90"))): within the noise or the \(tolText) tolerance")

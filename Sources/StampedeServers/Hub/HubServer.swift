@@ -169,7 +169,7 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
         case .stall(let seconds):
             FaultState.stall(loop, seconds: seconds)
         case .delay:
-            break  // only the chat server acts out a delay so far (`supportsDelay`)
+            break  // not acted out by the hub yet (`supportsDelay` is false)
         }
     }
 
