@@ -46,7 +46,9 @@ extension RunEngine {
                 loops[i].execute { _ in w.storm(index: index, atNs: atNs, fraction: fraction, mode: mode, stallNs: stallNs) }
             }
         case .server(let fault):
-            for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.watch(index: index, atNs: atNs) } }
+            if event.measuresRecovery {
+                for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.watch(index: index, atNs: atNs) } }
+            }
             if let problem = applyServerFault(fault) {
                 eventBook.faultErrors[index] = problem
                 warnings.append("event \(index + 1) (server \(fault)): \(problem)")

@@ -198,6 +198,8 @@ public struct ScenarioEvent: Sendable, Equatable {
     /// (`storm-<n>.csv`). Churn is a steady process, measured by its own counters.
     public var measuresRecovery: Bool {
         if case .churn = kind { return false }
+        // A delay drops nobody: it changes latency, which the latency metrics measure.
+        if case .server(.delay) = kind { return false }
         return true
     }
 
@@ -243,12 +245,15 @@ public enum ServerFault: Sendable, Equatable, CustomStringConvertible {
     case reject(seconds: Double)
     /// The server neither accepts, reads nor writes for `seconds`, then carries on.
     case stall(seconds: Double)
+    /// Every relayed message waits `milliseconds` (a fixed added service time); 0 turns it off.
+    case delay(milliseconds: Int)
 
     public var description: String {
         switch self {
         case .drop(let reset): reset ? "drop reset" : "drop close"
         case .reject(let s): "reject \(s)s"
         case .stall(let s): "stall \(s)s"
+        case .delay(let ms): "delay \(ms)ms"
         }
     }
 }

@@ -73,14 +73,23 @@ extension Reader {
         return .storm(fraction: fraction, mode: mode, stallSeconds: stall)
     }
 
-    /// `{fault: drop, mode: reset|close}`, `{fault: reject, for: 5s}` or `{fault: stall, for: 5s}`.
+    /// `{fault: drop, mode: reset|close}`, `{fault: reject, for: 5s}`, `{fault: stall, for: 5s}` or `{fault: delay, ms: 2}`.
     private func serverFault(_ node: Node, field: String) throws(ScenarioError) -> ServerFault {
-        let expecting = "{fault: drop, mode: reset|close}, {fault: reject, for: 5s} or {fault: stall, for: 5s}"
+        let expecting = "{fault: drop, mode: reset|close}, {fault: reject, for: 5s}, {fault: stall, for: 5s} or {fault: delay, ms: 2}"
         let m = try mappingNode(node, field: field, expecting: expecting)
-        let f = try Fields(m, path: field, known: ["fault", "mode", "for"], reader: self)
-        guard let faultNode = f["fault"] else { throw error(at: node, field: "\(field).fault", "missing required field 'fault' (drop, reject or stall)") }
-        let fault = try string(faultNode, field: "\(field).fault", expecting: "drop, reject or stall")
+        let f = try Fields(m, path: field, known: ["fault", "mode", "for", "ms"], reader: self)
+        guard let faultNode = f["fault"] else { throw error(at: node, field: "\(field).fault", "missing required field 'fault' (drop, reject, stall or delay)") }
+        let fault = try string(faultNode, field: "\(field).fault", expecting: "drop, reject, stall or delay")
+        if fault != "delay", let n = f["ms"] { throw error(at: n, field: "\(field).ms", "'ms' belongs to 'fault: delay'") }
         switch fault {
+        case "delay":
+            for key in ["mode", "for"] {
+                if let n = f[key] { throw error(at: n, field: "\(field).\(key)", "a delay lasts until another delay event changes it; it takes only 'ms'") }
+            }
+            guard let n = f["ms"] else { throw error(at: node, field: "\(field).ms", "a delay needs its length in milliseconds, like 'ms: 2' (0 turns it off)") }
+            let ms = try number(n, field: "\(field).ms", atLeast: 0, maximum: 10_000)
+            guard ms == ms.rounded() else { throw error(at: n, field: "\(field).ms", "expected whole milliseconds from 0 to 10000, got \(describe(n))") }
+            return .delay(milliseconds: Int(ms))
         case "drop":
             if let n = f["for"] { throw error(at: n, field: "\(field).for", "a drop is instantaneous; 'for' belongs to reject and stall") }
             var reset = true
@@ -97,7 +106,7 @@ extension Reader {
             guard seconds <= 3600 else { throw error(at: n, field: "\(field).for", "expected at most 1h, got \(describe(n))") }
             return fault == "reject" ? .reject(seconds: seconds) : .stall(seconds: seconds)
         default:
-            throw error(at: faultNode, field: "\(field).fault", "expected drop, reject or stall, got \(describe(faultNode))")
+            throw error(at: faultNode, field: "\(field).fault", "expected drop, reject, stall or delay, got \(describe(faultNode))")
         }
     }
 

@@ -175,6 +175,10 @@ extension Reader {
         }
         if let node = fields["events"] {
             scenario.events = try eventList(node, duration: duration, target: target, admin: scenario.targetAdmin)
+            // The hub server does not act out a delay yet; there it would silently do nothing.
+            if workload == .hub, scenario.events.contains(where: { if case .server(.delay) = $0.kind { true } else { false } }) {
+                throw error(at: node, field: "events", "'fault: delay' is acted out by the chat and REST servers only, not yet by the hub")
+            }
         }
         if let node = fields["thresholds"] {
             scenario.thresholds = try thresholdList(node, messageSeconds: duration)

@@ -57,6 +57,8 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
     var faults = FaultState()
     /// Connections sent a close frame by a drop, waiting for the client's close (bounded by a timer).
     var closingAfterDrop: [ConnectionID] = []
+    /// Broadcasts held back by a `delay` fault.
+    var delayLine = DelayLine()
 
     /// Largest client message accepted; bigger fails the connection (1009).
     static let maxMessageBytes = 1 << 20
@@ -64,6 +66,8 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
     static let dropCloseGraceNs: UInt64 = 2_000_000_000
     /// The server's one timer: the end of a drop's grace period.
     static let dropGraceTimer = TimerToken(kind: 1)
+    /// Releases broadcasts held back by a `delay` fault.
+    static let delayTimer = TimerToken(kind: 2)
     /// Close code and reason of a clean drop: 1012 "service restart" (registered in the close code registry of RFC 6455 §11.7).
     static let serviceRestartCode: UInt16 = 1012
     static let serviceRestartReason: StaticString = "service restart"
@@ -184,6 +188,10 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
 
     public func writable(_ id: ConnectionID, loop: EventLoop) {}
     public func timerFired(_ token: TimerToken, deadline: UInt64, loop: EventLoop) {
+        if token == Self.delayTimer {
+            for action in delayLine.takeDue() { action() }
+            return
+        }
         guard token == Self.dropGraceTimer else { return }
         // Clients that did not answer the drop's close frame in time are closed anyway. A later
         // drop's connections, still in their grace period, stay for their own timer.
@@ -218,12 +226,16 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
             faults.startRejecting(seconds: seconds)
         case .stall(let seconds):
             FaultState.stall(loop, seconds: seconds)
+        case .delay(let milliseconds):
+            delayLine.set(milliseconds: milliseconds)
         }
     }
 
+    public var supportsDelay: Bool { true }
+
     /// The statistics and the fault state as one JSON line. Call on the loop thread.
     public func statusJSON() -> String {
-        "{\"server\":\"chat\",\"path\":\"\(path)\",\"port\":\(port),\"rejectingSeconds\":\(faults.rejectingSecondsLeft() ?? 0),"
+        "{\"server\":\"chat\",\"delayMs\":\(delayLine.delayNs / 1_000_000),\"path\":\"\(path)\",\"port\":\(port),\"rejectingSeconds\":\(faults.rejectingSecondsLeft() ?? 0),"
             + statisticsJSONMembers(statistics) + "}"
     }
 
@@ -338,8 +350,17 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
         precondition(p - bodyStart == bodyLength, "broadcast length mismatch")
         broadcast.commit(p)
         let frame = UnsafeRawBufferPointer(broadcast.readable)
-        for peer in openPeers { loop.write(peer, frame) }
-        statistics.framesBroadcast += openPeers.count
+        guard delayLine.isActive else {
+            for peer in openPeers { loop.write(peer, frame) }
+            statistics.framesBroadcast += openPeers.count
+            return
+        }
+        // Held back: copied out (the shared buffer is reused), sent to whoever is open then.
+        let held = [UInt8](frame)
+        delayLine.submit(loop, token: Self.delayTimer) { [self] in
+            held.withUnsafeBytes { frame in for peer in openPeers { loop.write(peer, frame) } }
+            statistics.framesBroadcast += openPeers.count
+        }
     }
 }
 

@@ -32,7 +32,7 @@ extension RestServer {
     func writeHead(_ id: ConnectionID, status: Int, reason: StaticString, contentType: StaticString?, body: HTTPBodyFraming,
                    close: Bool, lines: UnsafeRawBufferPointer) {
         let room = 256 + lines.count
-        loop.write(id, reserving: room) { p in
+        emit(id, reserving: room) { p in
             HTTPResponseWriter.writeHead(into: UnsafeMutableRawBufferPointer(start: p, count: room), status: status, reason: reason,
                                          contentType: contentType, body: body, connectionClose: close, extraHeaderLines: lines) ?? 0
         }
@@ -48,7 +48,7 @@ extension RestServer {
     func writeError(_ id: ConnectionID, status: Int, reason: StaticString, body: StaticString, headOnly: Bool = false,
                     lines: UnsafeRawBufferPointer, close: Bool) {
         let room = 256 + lines.count + body.utf8CodeUnitCount
-        loop.write(id, reserving: room) { p in
+        emit(id, reserving: room) { p in
             guard let n = HTTPResponseWriter.writeHead(into: UnsafeMutableRawBufferPointer(start: p, count: room), status: status,
                                                        reason: reason, contentType: "application/json",
                                                        body: .length(body.utf8CodeUnitCount), connectionClose: close,
@@ -71,7 +71,7 @@ extension RestServer {
             rateLimitLines(&w)
         }
         let room = 320 + lines.count + (headOnly ? 0 : length + 32)
-        loop.write(id, reserving: room) { p in
+        emit(id, reserving: room) { p in
             let out = UnsafeMutableRawBufferPointer(start: p, count: room)
             guard let n = HTTPResponseWriter.writeHead(into: out, status: 200, reason: "OK", contentType: "application/json",
                                                        body: chunked ? .chunked : .length(length), connectionClose: close,

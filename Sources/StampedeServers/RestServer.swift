@@ -122,6 +122,8 @@ public final class RestServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
     var resourcePaths: [[UInt8]] = []
     var resourcesByHash: [UInt64: [Int]] = [:]
     var faults = FaultState()
+    /// Responses held back by a `delay` fault.
+    var delayLine = DelayLine()
 
     /// Rate-limit window (a Unix second) and the 200s counted in it.
     var window = 0
@@ -185,7 +187,8 @@ public final class RestServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
     ///
     /// A drop closes every connection, with RST (`reset`) or FIN after what is queued; a reject
     /// answers every request 503 with Retry-After and closes its connection; a stall blocks the
-    /// loop thread, starting after this iteration's output is written.
+    /// loop thread, starting after this iteration's output is written. A delay holds every
+    /// response (not the 503s of a reject) for its milliseconds, in order.
     public func apply(_ fault: TargetFault) {
         statistics.faultsApplied += 1
         switch fault {
@@ -199,11 +202,15 @@ public final class RestServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
             faults.startRejecting(seconds: seconds)
         case .stall(let seconds):
             FaultState.stall(loop, seconds: seconds)
+        case .delay(let milliseconds):
+            delayLine.set(milliseconds: milliseconds)
         }
     }
 
     /// The statistics, the configuration (never the token) and the fault state as one JSON line.
     /// Call on the loop thread.
+    public var supportsDelay: Bool { true }
+
     public func statusJSON() -> String {
         let path = String(decoding: basePath, as: UTF8.self)
         return "{\"server\":\"rest\",\"path\":\"\(path.isEmpty ? "/" : path)\",\"port\":\(port),"
@@ -233,7 +240,10 @@ public final class RestServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
 
     public func writable(_ id: ConnectionID, loop: EventLoop) {}
 
-    public func timerFired(_ token: TimerToken, deadline: UInt64, loop: EventLoop) {}
+    public func timerFired(_ token: TimerToken, deadline: UInt64, loop: EventLoop) {
+        guard token == Self.delayTimer else { return }
+        for action in delayLine.takeDue() { action() }
+    }
 
     public func received(_ id: ConnectionID, buffer: UnsafeMutableRawBufferPointer, loop: EventLoop) -> Int {
         let i = Int(id.index)
@@ -431,7 +441,7 @@ public final class RestServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
     }
 
     func finish(_ id: ConnectionID) {
-        loop.closeAfterFlush(id)
+        closeAfterResponses(id)
         forget(id)
     }
 

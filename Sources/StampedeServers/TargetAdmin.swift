@@ -23,6 +23,7 @@ public enum TargetAdminError: Error, Sendable, CustomStringConvertible {
 /// - `POST /fault/drop?mode=reset|close` (default reset): drop every connection.
 /// - `POST /fault/reject?seconds=S`: answer new connections 503 for S seconds.
 /// - `POST /fault/stall?seconds=S`: hang the server for S seconds.
+/// - `POST /fault/delay?ms=N`: hold every relayed message N ms (0 to 10000; 0 turns it off; chat and REST servers).
 /// - `GET /status`: the server's statistics as JSON.
 ///
 /// S is plain decimal (`5`, `0.25`: no sign, exponent, hex, `nan` or `inf`) from 0.001 to 3600.
@@ -199,6 +200,7 @@ public final class TargetAdmin: EventLoopHandler, @unchecked Sendable {
         case "/status": allowed = []
         case "/fault/drop": allowed = ["mode"]
         case "/fault/reject", "/fault/stall": allowed = ["seconds"]
+        case "/fault/delay": allowed = ["ms"]
         default: allowed = []
         }
         let (values, problem) = Self.parameters(r, allowed: allowed)
@@ -226,15 +228,25 @@ public final class TargetAdmin: EventLoopHandler, @unchecked Sendable {
             let parsed = Self.seconds(values["seconds"])
             guard let s = parsed.seconds else { return badRequest(id, parsed.problem) }
             fault = r.path == "/fault/reject" ? .reject(seconds: s) : .stall(seconds: s)
+        case "/fault/delay":
+            guard r.method == .post else { return wrongMethod(id, allowed: "POST") }
+            guard let values else { return badRequest(id, problem) }
+            guard target.supportsDelay else { return badRequest(id, "this server does not act out a delay (the chat and REST servers do)") }
+            guard let text = values["ms"], !text.isEmpty, text.utf8.count <= 5, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+                  let ms = Int(text), ms <= TargetFault.maxDelayMilliseconds else {
+                return badRequest(id, "ms must be whole milliseconds from 0 to \(TargetFault.maxDelayMilliseconds), like ?ms=2 (0 turns the delay off)")
+            }
+            fault = .delay(milliseconds: ms)
         default:
             reply(id, status: 404, reason: "Not Found",
-                  body: #"{"ok":false,"error":"unknown path; try POST /fault/drop, /fault/reject, /fault/stall or GET /status"}"#)
+                  body: #"{"ok":false,"error":"unknown path; try POST /fault/drop, /fault/reject, /fault/stall, /fault/delay or GET /status"}"#)
             return
         }
         let body: String
         switch fault {
         case .drop(let reset): body = #"{"ok":true,"fault":"drop","mode":"\#(reset ? "reset" : "close")"}"#
         case .reject(let s), .stall(let s): body = #"{"ok":true,"fault":"\#(fault.name)","seconds":\#(s)}"#
+        case .delay(let ms): body = #"{"ok":true,"fault":"delay","ms":\#(ms)}"#
         }
         // Answered from the server's loop once applied; a stall only starts after this task
         // (it is queued behind it), so its reply is on its way before the server hangs.

@@ -14,6 +14,12 @@ public enum TargetFault: Sendable, Equatable {
     case reject(seconds: Double)
     /// The server stops reading and writing for `seconds` (like a GC pause or a hung process) and then carries on where it was.
     case stall(seconds: Double)
+    /// Every relayed message (chat broadcast, REST response) waits `milliseconds` before it goes out, a fixed
+    /// added service time that makes a known latency regression; 0 turns it off.
+    case delay(milliseconds: Int)
+
+    /// Longest delay accepted (ms); longer ones are cut to this.
+    public static let maxDelayMilliseconds = 10_000
 
     /// Longest reject or stall accepted; longer ones are cut to this.
     public static let maxSeconds: Double = 3600
@@ -24,6 +30,7 @@ public enum TargetFault: Sendable, Equatable {
         case .drop: "drop"
         case .reject: "reject"
         case .stall: "stall"
+        case .delay: "delay"
         }
     }
 }
@@ -37,6 +44,12 @@ public protocol FaultTarget: AnyObject, Sendable {
     func apply(_ fault: TargetFault)
     /// The server's statistics as a one-line JSON object. Call on the loop thread.
     func statusJSON() -> String
+    /// Whether `apply(.delay(…))` has an effect (the chat and REST servers'; not yet the hub's).
+    var supportsDelay: Bool { get }
+}
+
+extension FaultTarget {
+    public var supportsDelay: Bool { false }
 }
 
 /// What both servers keep to act out faults.
@@ -116,4 +129,20 @@ func statisticsJSONMembers(_ value: Any) -> String {
         default: return "\"\(label)\":{\(statisticsJSONMembers(child.value))}"
         }
     }.joined(separator: ",")
+}
+
+extension TargetFault {
+    /// Milliseconds from a flag like `2ms`, `0.5s` or `2` (ms): whole milliseconds from 0 to
+    /// `maxDelayMilliseconds`, else nil.
+    public static func delayMilliseconds(_ text: String) -> Int? {
+        let t = text
+        var number = Substring(t)
+        var scale = 1.0
+        if t.hasSuffix("ms") { number = t.dropLast(2) } else if t.hasSuffix("s") { number = t.dropLast(1); scale = 1000 }
+        guard !number.isEmpty, number.count <= 12, number.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }),
+              let v = Double(number), v.isFinite else { return nil }
+        let ms = v * scale
+        guard ms >= 0, ms <= Double(maxDelayMilliseconds), ms == ms.rounded() else { return nil }
+        return Int(ms)
+    }
 }

@@ -28,6 +28,7 @@ struct Serve: ParsableCommand {
               POST /fault/drop?mode=reset|close  drop every connection (RST or clean)
               POST /fault/reject?seconds=S       answer new connections 503 for S s
               POST /fault/stall?seconds=S        hang the server for S s (S <= 3600)
+              POST /fault/delay?ms=N             hold every broadcast/response N ms (0: off; N <= 10000; not --hub)
               GET  /status                       statistics as JSON
 
             Example:
@@ -76,6 +77,9 @@ struct Serve: ParsableCommand {
     @Option(help: "Stop by itself after this many seconds (0 = until Ctrl-C).")
     var maxSeconds: Double = 0
 
+    @Option(help: "Hold every chat broadcast (REST: response) this long, like 2ms (0 to 10s): a known regression for `stampede compare`.")
+    var delay: String?
+
     @Option(help: "Port of the fault switch on 127.0.0.1 (0 picks a free one; default: none).")
     var adminPort: Int?
 
@@ -98,6 +102,10 @@ struct Serve: ParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535, got \(port)") }
         guard maxSeconds.isFinite, (0...7 * 24 * 3600).contains(maxSeconds) else {
             throw ValidationError("--max-seconds must be from 0 (until Ctrl-C) to 604800 (168h), got \(maxSeconds)")
+        }
+        if let delay {
+            guard TargetFault.delayMilliseconds(delay) != nil else { throw ValidationError("--delay must be whole milliseconds from 0 to 10000, like 2ms or 0.5s, got '\(delay)'") }
+            guard !hub else { throw ValidationError("--delay is acted out by the chat and REST servers only, not yet by --hub") }
         }
     }
 
@@ -135,6 +143,10 @@ struct Serve: ParsableCommand {
                 hubServer = try HubServer(loop: loop, address: at, path: path, configuration: configuration, tls: tlsMade.context)
             } else {
                 chatServer = try ChatServer(loop: loop, address: at, path: path, limits: limits, tls: tlsMade.context)
+            }
+            // Before the loop starts, so the first message already waits.
+            if let ms = delay.flatMap(TargetFault.delayMilliseconds) {
+                if let chatServer { chatServer.apply(.delay(milliseconds: ms)) } else { restServer?.apply(.delay(milliseconds: ms)) }
             }
         } catch {
             FileHandle.standardError.write(Data("error: cannot listen on \(at): \(error)\n".utf8))

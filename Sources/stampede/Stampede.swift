@@ -40,7 +40,7 @@ struct Stampede: ParsableCommand {
               stampede serve --port 8765
             """,
         version: RunEngine.version,
-        subcommands: [Run.self, Serve.self, Validate.self, Autobahn.self, Merge.self]
+        subcommands: [Run.self, Serve.self, Validate.self, Compare.self, Merge.self, Autobahn.self]
     )
 }
 
@@ -51,6 +51,8 @@ enum ExitStatus {
     static let passed: Int32 = RunExitStatus.passed
     static let runFailed: Int32 = RunExitStatus.runFailed
     static let badInput: Int32 = 2
+    /// `stampede compare --fail-on …` found a gated metric slower (or as asked).
+    static let gateTripped: Int32 = 97
     static let thresholdFailed: Int32 = RunExitStatus.thresholdFailed
     static let saturated: Int32 = RunExitStatus.saturated
     static let interrupted: Int32 = RunExitStatus.interrupted

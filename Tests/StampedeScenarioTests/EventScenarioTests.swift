@@ -75,3 +75,37 @@ import Testing
         }
     }
 }
+
+@Test func delayEventsLoadAndAreNotRecoveryEvents() throws {
+    let s = try ScenarioLoader.parse(yaml: """
+        target: embedded
+        clients: 10
+        duration: 60s
+        events:
+          - {at: 0s, server: {fault: delay, ms: 2}}
+          - {at: 30s, server: {fault: delay, ms: 0}}
+        """, file: "delay.yaml")
+    #expect(s.events.map(\.kind) == [.server(.delay(milliseconds: 2)), .server(.delay(milliseconds: 0))])
+    #expect(s.events.filter(\.measuresRecovery).isEmpty)
+    for (event, field) in [("{fault: delay}", "events[0].server.ms"), ("{fault: delay, ms: 2.5}", "events[0].server.ms"),
+                           ("{fault: delay, ms: 10001}", "events[0].server.ms"), ("{fault: delay, ms: 2, for: 1s}", "events[0].server.for"),
+                           ("{fault: stall, for: 1s, ms: 2}", "events[0].server.ms")] {
+        do {
+            _ = try ScenarioLoader.parse(yaml: "target: embedded\nclients: 1\nduration: 10s\nevents:\n  - {at: 1s, server: \(event)}\n", file: "e.yaml")
+            Issue.record("\(event) was accepted")
+        } catch {
+            #expect(error.field == field, "\(event): \(error)")
+        }
+    }
+}
+
+@Test func delayEventsAreForChatOnly() throws {
+    let hub = "target: embedded\nworkload: hub\nhub: {operation: invoke, method: Echo}\nclients: 1\nduration: 10s\n"
+    _ = try ScenarioLoader.parse(yaml: hub, file: "e.yaml")
+    do {
+        _ = try ScenarioLoader.parse(yaml: hub + "events:\n  - {at: 1s, server: {fault: delay, ms: 2}}\n", file: "e.yaml")
+        Issue.record("a delay event in a hub scenario was accepted")
+    } catch {
+        #expect(error.field == "events" && error.message.contains("chat and REST servers only"), "\(error)")
+    }
+}

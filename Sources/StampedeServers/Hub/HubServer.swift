@@ -168,6 +168,8 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
             faults.startRejecting(seconds: seconds)
         case .stall(let seconds):
             FaultState.stall(loop, seconds: seconds)
+        case .delay:
+            break  // not acted out by the hub yet (`supportsDelay` is false)
         }
     }
 
