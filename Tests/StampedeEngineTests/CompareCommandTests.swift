@@ -7,7 +7,8 @@ import Testing
 /// `stampede compare` end to end on small real runs against the embedded target: A against A
 /// is no change (exit 0), A against A with the server's `delay` fault is slower (exit 97 with
 /// --fail-on slower), every format parses, bad folders exit 1 and bad flags 2. The tolerance is
-/// wide (50 %) so a debug build on a busy machine does not flake; the 2 ms delay is far beyond it.
+/// wide (50 %) and the delay long (20 ms: under the whole suite in parallel a debug build's round
+/// trip is several ms, and 2 ms was not always beyond 50 %) so the test does not flake.
 @Suite(.serialized)
 struct CompareCommandTests {
     static func folder(_ name: String, delayMs: Int?) throws -> String {
@@ -22,7 +23,7 @@ struct CompareCommandTests {
     @Test func comparingRunsGivesNoChangeForAAAndSlowerForAddedDelay() throws {
         let a = try Self.folder("compare-a", delayMs: nil)
         let a2 = try Self.folder("compare-a2", delayMs: nil)
-        let b = try Self.folder("compare-b", delayMs: 2)
+        let b = try Self.folder("compare-b", delayMs: 20)
         #expect(FileManager.default.fileExists(atPath: a + "/round_trip.hlog"))
         let same = try runProcess(stampedeBinary.path, ["compare", a, a2, "--tolerance", "50%", "--fail-on", "slower"], timeout: 60)
         #expect(same.status == 0, "\(same.stdout)\(same.stderr)")
@@ -33,7 +34,7 @@ struct CompareCommandTests {
         let report = try JSONDecoder().decode(CompareReport.self, from: Data(slower.stdout.utf8))
         #expect(report.verdict == .slower && report.gateTripped)
         let rt = try #require(report.metrics.first { $0.metric == "round_trip" })
-        #expect(rt.verdict == .slower && rt.wassersteinMs >= 1.5 && rt.ksD > 0.5)
+        #expect(rt.verdict == .slower && rt.wassersteinMs >= 10 && rt.ksD > 0.5)
         #expect(report.figures.contains { $0.name == "messages sent" })
 
         let noGate = try runProcess(stampedeBinary.path, ["compare", a, b, "--tolerance", "50%", "--format", "junit"], timeout: 60)
