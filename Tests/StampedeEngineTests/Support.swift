@@ -185,12 +185,28 @@ func unusedPort() -> Int {
     return Int(UInt16(bigEndian: addr.sin_port))
 }
 
-/// A fresh temporary folder for one test's results.
+/// A fresh temporary folder for one test's results, inside this test process's own folder.
 func temporaryFolder(_ name: String) -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("stampede-tests-\(name)-\(UUID().uuidString.prefix(8))")
+    let url = testProcessFolder.appendingPathComponent("\(name)-\(UUID().uuidString.prefix(8))")
     try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     return url
 }
+
+/// `/tmp/stampede-tests-pid<PID>`, made once per test process. Nothing can delete it when the
+/// process ends (Swift Testing has no process-wide teardown), so each new process first removes
+/// the folders of test processes that have ended: results never pile up beyond one run's.
+let testProcessFolder: URL = {
+    let tmp = FileManager.default.temporaryDirectory
+    let prefix = "stampede-tests-pid"
+    for name in (try? FileManager.default.contentsOfDirectory(atPath: tmp.path)) ?? [] where name.hasPrefix(prefix) {
+        // kill(pid, 0) fails with ESRCH once the process is gone.
+        guard let pid = Int32(name.dropFirst(prefix.count)), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
+        try? FileManager.default.removeItem(at: tmp.appendingPathComponent(name))
+    }
+    let url = tmp.appendingPathComponent("\(prefix)\(getpid())")
+    try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}()
 
 /// A blocking TCP socket connected to 127.0.0.1:`port`, with 100 ms receive (and optionally
 /// send) timeouts so a test never blocks for long; `receiveBuffer` shrinks the kernel's buffer,
