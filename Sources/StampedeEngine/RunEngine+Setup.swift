@@ -16,7 +16,6 @@ extension RunEngine {
 
     func startTarget() throws(RunSetupError) -> ClientEndpoint {
         guard scenario.target == .embedded else { return try kind.targetEndpoint(scenario) }
-        let certificate = try makeEmbeddedCertificate()
         if targetInChildProcess {
             let (address, port) = try startChildTarget()
             return kind.embeddedEndpoint(scenario, address: address, port: port)
@@ -24,13 +23,7 @@ extension RunEngine {
         let loop: EventLoop
         do { loop = try EventLoop(index: 1000) } catch { throw RunSetupError("cannot start the embedded target: \(error)") }
         serverLoop = loop
-        var tls: TLSContext? = nil
-        if let certificate {
-            do { tls = try TLSContext(serverCertificatePEM: certificate.certificatePEM, privateKeyPEM: certificate.privateKeyPEM) } catch {
-                throw RunSetupError("cannot start the embedded target over TLS: \(error)")
-            }
-        }
-        let (server, endpoint) = try kind.startEmbeddedServer(on: loop, scenario, tls: tls)
+        let (server, endpoint) = try kind.startEmbeddedServer(on: loop, scenario, tls: try makeEmbeddedServerTLS())
         embeddedServer = server
         loop.start(name: "stampede-target")
         return endpoint
@@ -64,7 +57,6 @@ extension RunEngine {
         serverLoop?.stop()
         serverLoop?.join()
         childTarget?.stop(graceSeconds: interrupted ? 0.3 : 3)
-        if let folder = embeddedCertificateFolder { try? FileManager.default.removeItem(at: folder) }
     }
 
     /// Starts `stampede serve --admin-port 0` and reads where it listens.
@@ -75,7 +67,8 @@ extension RunEngine {
                                                      + Double(scenario.clients) / scenario.connectRate + scenario.connectTimeoutSeconds * 4 + 120))]
         let (workloadArguments, environment) = try kind.serveArguments(scenario)
         arguments += workloadArguments
-        if let files = try embeddedCertificateFiles() { arguments += ["--tls-cert", files.certificate, "--tls-key", files.key] }
+        // The child makes its own throw-away certificate and says where it is: the key stays in its memory.
+        if scenario.tls != nil { arguments.append("--tls-self-signed") }
         let child: ChildTarget
         do { child = try ChildTarget(executable: executable, arguments: arguments, environment: environment) } catch {
             throw RunSetupError("cannot start the target process: \(error)")
@@ -88,6 +81,7 @@ extension RunEngine {
             if options.interrupt.isRaised { throw RunSetupError("interrupted while the target process started") }
             throw RunSetupError("the target process did not start: \(child.errorOutput.suffix(500))")
         }
+        if scenario.tls != nil { try trustChildCertificate(child) }
         childAdmin = AdminEndpoint(host: "127.0.0.1", port: adminPort)
         progress.note("the embedded target runs in a child process (pid \(child.pid)): both ends of \(scenario.clients) connections do not fit in one process's file descriptors")
         return (.ipv4(0x7F00_0001, port: UInt16(port)), port)

@@ -40,40 +40,29 @@ extension Scenario {
 }
 
 // The embedded target over TLS (`target: embedded` with a `tls:` block): a throw-away
-// certificate made at start, served in this process or handed to the child `stampede serve`
-// as files in a private temporary folder, removed when the run ends.
+// certificate made at start, by this process for the target on its own loop, or by the child
+// `stampede serve --tls-self-signed`, which names the file holding it; the clients trust it.
 extension RunEngine {
-    /// The embedded target's certificate when the scenario asks for TLS (nil otherwise); the
-    /// clients trust it (`embeddedCertificatePEM`).
-    func makeEmbeddedCertificate() throws(RunSetupError) -> SelfSignedCertificate? {
+    /// The in-process target's TLS context when the scenario asks for TLS (nil otherwise).
+    func makeEmbeddedServerTLS() throws(RunSetupError) -> TLSContext? {
         guard scenario.tls != nil else { return nil }
         do {
             let certificate = try SelfSignedCertificate()
             embeddedCertificatePEM = certificate.certificatePEM
-            embeddedCertificate = certificate
-            return certificate
+            return try TLSContext(serverCertificatePEM: certificate.certificatePEM, privateKeyPEM: certificate.privateKeyPEM)
         } catch {
-            throw RunSetupError("cannot make the embedded target's TLS certificate: \(error)")
+            throw RunSetupError("cannot start the embedded target over TLS: \(error)")
         }
     }
 
-    /// The embedded certificate and key written for a child target (the key readable by this
-    /// user only), or nil without TLS.
-    func embeddedCertificateFiles() throws(RunSetupError) -> (certificate: String, key: String)? {
-        guard let certificate = embeddedCertificate else { return nil }
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("stampede-tls-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
-        do {
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-            let cert = folder.appendingPathComponent("embedded.pem"), key = folder.appendingPathComponent("embedded.key")
-            try Data(certificate.certificatePEM.utf8).write(to: cert)
-            guard FileManager.default.createFile(atPath: key.path, contents: Data(certificate.privateKeyPEM.utf8), attributes: [.posixPermissions: 0o600]) else {
-                throw RunSetupError("cannot write \(key.path)")
-            }
-            embeddedCertificateFolder = folder
-            return (cert.path, key.path)
-        } catch {
-            try? FileManager.default.removeItem(at: folder)
-            throw RunSetupError("cannot write the embedded target's TLS certificate: \(error)")
+    /// Reads the certificate a child `serve --tls-self-signed` printed the path of.
+    func trustChildCertificate(_ child: ChildTarget) throws(RunSetupError) {
+        let marker = "clients trust it with "
+        guard let line = child.waitForLine(prefix: "TLS: self-signed certificate", seconds: 5, interrupt: options.interrupt),
+              let range = line.range(of: marker),
+              let pem = try? String(contentsOfFile: String(line[range.upperBound...]), encoding: .utf8) else {
+            throw RunSetupError("the target process did not say where its TLS certificate is: \(child.errorOutput.suffix(500))")
         }
+        embeddedCertificatePEM = pem
     }
 }

@@ -99,11 +99,8 @@ public final class RunEngine {
     var childAdmin: AdminEndpoint?
     /// The clients' TLS (`tls:`), nil for plain TCP.
     var clientTLS: ClientTLS?
-    /// The embedded target's throw-away certificate, when it serves TLS, and the private folder
-    /// its files were written to for a child target (removed at shutdown).
+    /// The embedded target's throw-away certificate (PEM), when it serves TLS.
     var embeddedCertificatePEM: String?
-    var embeddedCertificate: SelfSignedCertificate?
-    var embeddedCertificateFolder: URL?
     /// The scenario's thresholds as the run goes (RunEngine+Thresholds.swift).
     lazy var thresholdBook = ThresholdEvaluator(scenario.thresholds)
     /// Where the last interval ended, in seconds of the message phase (ends an `after`-only window).
