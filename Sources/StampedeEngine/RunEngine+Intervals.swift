@@ -127,6 +127,14 @@ extension RunEngine {
         sample.connecting = connecting
         sample.reconnecting = reconnecting
         if !final || sample.messagesSent + sample.messagesReceived + sample.errors > 0 { intervals.append(sample) }
+        if let observer = options.intervalObserver {
+            let messagePhase: ClosedRange<Double>? = messageStartNs == 0 ? nil
+                : signedSeconds(lastIntervalNs, since: messageStartNs)...max(signedSeconds(lastIntervalNs, since: messageStartNs), signedSeconds(now, since: messageStartNs))
+            observer(IntervalReport(elapsedSeconds: elapsed, phase: phase.rawValue, messagePhaseSeconds: messagePhase, interval: merged, totals: totals,
+                                    open: open, connecting: connecting, reconnecting: reconnecting, clients: scenario.clients, timerLagNs: lag,
+                                    processCPUPercent: processPercent, clientLoopCPUPercent: loopPercent, loops: loops.count,
+                                    residentBytes: rssNow, final: final))
+        }
         let dt = max(seconds(now - lastIntervalNs), 0.001)
         lastIntervalNs = now
         progress.show(ProgressLine(elapsed: elapsed, phase: phase.rawValue, open: open, clients: scenario.clients,
@@ -135,6 +143,9 @@ extension RunEngine {
                                    errors: totals.errors.reduce(0, +)))
         return merged
     }
+
+    /// `a - b` in seconds, negative when `a` is earlier.
+    func signedSeconds(_ a: UInt64, since b: UInt64) -> Double { a >= b ? seconds(a - b) : -seconds(b - a) }
 
     /// This process's resident memory (/proc/self/statm), bytes; 0 if unreadable.
     func residentBytes() -> UInt64 {

@@ -34,6 +34,9 @@ public struct RunOptions: Sendable {
     /// too large to share this process's file descriptors runs as `stampede serve` in a child
     /// process instead.
     public var stampedeExecutable: String? = nil
+    /// Called on the engine's thread at the end of every interval (`IntervalReport`); it must
+    /// return quickly (copy what it needs), because the next tick waits for it.
+    public var intervalObserver: (@Sendable (IntervalReport) -> Void)? = nil
 
     public enum ProgressStyle: Sendable { case terminal, lines, silent }
 
