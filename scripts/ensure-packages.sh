@@ -9,7 +9,7 @@
 # Usage: scripts/ensure-packages.sh [--tests]
 set -euo pipefail
 packages=(libssl-dev pkg-config openssl libjemalloc-dev zlib1g-dev)
-[ "${1:-}" != --tests ] || packages+=(curl nginx libhdrhistogram-java default-jre-headless)
+[ "${1:-}" != --tests ] || packages+=(curl nginx libhdrhistogram-java default-jre-headless chromium)
 need=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" > /dev/null 2>&1 || need+=("$p")

@@ -126,6 +126,7 @@ extension RunEngine {
             p99Micros: rtt.totalCount > 0 ? rtt.valueAtPercentile(99) : 0)
         sample.connecting = connecting
         sample.reconnecting = reconnecting
+        sample.errorsByClass = merged.errors
         if !final || sample.messagesSent + sample.messagesReceived + sample.errors > 0 { intervals.append(sample) }
         if let observer = options.intervalObserver {
             let messagePhase: ClosedRange<Double>? = messageStartNs == 0 ? nil

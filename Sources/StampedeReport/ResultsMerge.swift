@@ -20,8 +20,7 @@ public enum ResultsMerge {
     /// empty) and returns its summary.
     public static func merge(_ folders: [URL], into output: URL) throws(ResultsMergeError) -> RunSummary {
         let merged = try combine(folders, output: output)
-        try write(merged.summary, logs: merged.logs, to: output)
-        return merged.summary
+        return try write(merged.summary, logs: merged.logs, to: output)
     }
 
     /// The merged folder's contents before they are written, so that a caller can add to the
@@ -41,7 +40,8 @@ public enum ResultsMerge {
     }
 
     /// Writes a merged folder (created; it must not exist or be empty).
-    public static func write(_ merged: Merged, to output: URL) throws(ResultsMergeError) {
+    @discardableResult
+    public static func write(_ merged: Merged, to output: URL) throws(ResultsMergeError) -> RunSummary {
         try write(merged.summary, logs: merged.logs, to: output)
     }
 
@@ -211,22 +211,30 @@ public enum ResultsMerge {
     }
 
     /// Writes the merged folder: `.hgrm` and `.hlog` per metric, summary.json last.
-    static func write(_ summary: RunSummary, logs: [String: (startTime: Date, intervals: [HistogramLogInterval])], to output: URL) throws(ResultsMergeError) {
+    /// Writes the folder (report.html included) and returns the summary as written.
+    static func write(_ summary: RunSummary, logs: [String: (startTime: Date, intervals: [HistogramLogInterval])], to output: URL) throws(ResultsMergeError) -> RunSummary {
         let fm = FileManager.default
         if let existing = try? fm.contentsOfDirectory(atPath: output.path), !existing.isEmpty {
             throw .badInput("\(output.path): exists and is not empty")
         }
         do {
             try fm.createDirectory(at: output, withIntermediateDirectories: true)
+            var written: [String: Data] = [:]
             for (key, log) in logs {
                 var total = makeLatencyHistogram()
                 for interval in log.intervals { total.add(interval.histogram) }
                 try AtomicFile.write(Data(ResultsWriter.hgrm(total).utf8), to: output.appendingPathComponent(key + ".hgrm"))
-                try AtomicFile.write(Data(HistogramLog.render(startTime: log.startTime, intervals: log.intervals).utf8),
-                                     to: output.appendingPathComponent(key + ".hlog"))
+                let hlog = Data(HistogramLog.render(startTime: log.startTime, intervals: log.intervals).utf8)
+                try AtomicFile.write(hlog, to: output.appendingPathComponent(key + ".hlog"))
+                written[key + ".hlog"] = hlog
             }
+            // report.html from the files above, before summary.json (the last file, as in a run's folder).
+            var summary = summary
+            written[ResultsWriter.summaryFileName] = try summary.jsonData()
+            summary.generator.warnings += ResultsWriter.writeReport(files: written, folder: output, summary: &summary)
             try AtomicFile.write(try summary.jsonData(), to: output.appendingPathComponent(ResultsWriter.summaryFileName))
             AtomicFile.syncDirectory(output)
+            return summary
         } catch {
             throw .writeFailed("\(output.path): \(error)")
         }

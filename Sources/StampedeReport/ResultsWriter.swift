@@ -9,7 +9,10 @@ import StampedeScenario
 public enum ResultsWriter {
     public static let summaryFileName = "summary.json"
     public static let timeseriesFileName = "timeseries.csv"
+    /// The columns of timeseries.csv; `errors_<class>` (one per error class, in `ErrorClass`
+    /// order) were added at the end, so readers that take columns by position still work.
     public static let timeseriesHeader = "elapsed_s,connections_open,messages_sent,messages_received,errors,p50_us,p99_us,connections_connecting,connections_reconnecting"
+        + ErrorClass.allCases.map { ",errors_" + $0.key }.joined()
     /// `outputPercentileDistribution` reporting points per half distance in .hgrm files (HdrHistogram's usual 5).
     public static let hgrmTicksPerHalfDistance = 5
 
@@ -19,23 +22,44 @@ public enum ResultsWriter {
     ///
     /// summary.json is written last, so a folder that has it is complete.
     public static func write(_ record: RunRecord, resultsRoot: URL) throws -> URL {
-        let summary = summary(of: record)
+        var summary = summary(of: record)
         let folder = try makeRunFolder(in: resultsRoot, baseName: folderName(scenarioName: record.scenario.name, startedAt: record.startedAt))
+        // The files as written, kept for report.html, which is rendered from them before
+        // summary.json is written (summary.json stays the last file of a complete folder).
+        var written: [String: Data] = [:]
+        func put(_ data: Data, _ name: String) throws {
+            try AtomicFile.write(data, to: folder.appendingPathComponent(name))
+            written[name] = data
+        }
         for metric in metricsWithSamples(record.totals) {
             let text = hgrm(record.totals.histograms[metric.rawValue])
             try AtomicFile.write(Data(text.utf8), to: folder.appendingPathComponent(hgrmFileName(metric)))
-            try AtomicFile.write(Data(hlog(record, metric).utf8), to: folder.appendingPathComponent(hlogFileName(metric)))
+            try put(Data(hlog(record, metric).utf8), hlogFileName(metric))
         }
-        try AtomicFile.write(Data(timeseriesCSV(record.intervals).utf8), to: folder.appendingPathComponent(timeseriesFileName))
+        try put(Data(timeseriesCSV(record.intervals).utf8), timeseriesFileName)
         for storm in record.storms {
-            try AtomicFile.write(Data(stormCSV(storm).utf8), to: folder.appendingPathComponent(stormFileName(storm.number)))
+            try put(Data(stormCSV(storm).utf8), stormFileName(storm.number))
             if let command = storm.command {
                 try AtomicFile.write(Data(command.output.utf8), to: folder.appendingPathComponent(commandLogFileName(storm.number)))
             }
         }
+        written[summaryFileName] = try summary.jsonData()
+        summary.generator.warnings += writeReport(files: written, folder: folder, summary: &summary)
         try AtomicFile.write(try summary.jsonData(), to: folder.appendingPathComponent(summaryFileName))
         AtomicFile.syncDirectory(folder)
         return folder
+    }
+
+    /// Writes report.html from the folder's other files (`files`, summary.json's text included)
+    /// and lists it in `summary.files`. A report that cannot be made must not cost the run its
+    /// results: the reason goes to stderr and is returned, to be added to the warnings.
+    static func writeReport(files: [String: Data], folder: URL, summary: inout RunSummary) -> [String] {
+        if let problem = HTMLReport.write(files: files, folder: folder) {
+            FileHandle.standardError.write(Data("warning: \(problem)\n".utf8))
+            return ["report: \(problem)"]
+        }
+        summary.files.append(HTMLReport.fileName)
+        return []
     }
 
     /// The summary as a Codable value (also used by the CLI to print the end-of-run table and by tests).
@@ -246,7 +270,9 @@ public enum ResultsWriter {
     public static func timeseriesCSV(_ intervals: [IntervalSample]) -> String {
         var csv = timeseriesHeader + "\n"
         for s in intervals {
-            csv += "\(fixed3(s.elapsedSeconds)),\(s.openConnections),\(s.messagesSent),\(s.messagesReceived),\(s.errors),\(s.p50Micros),\(s.p99Micros),\(s.connecting),\(s.reconnecting)\n"
+            csv += "\(fixed3(s.elapsedSeconds)),\(s.openConnections),\(s.messagesSent),\(s.messagesReceived),\(s.errors),\(s.p50Micros),\(s.p99Micros),\(s.connecting),\(s.reconnecting)"
+            for e in ErrorClass.allCases { csv += ",\(e.rawValue < s.errorsByClass.count ? s.errorsByClass[e.rawValue] : 0)" }
+            csv += "\n"
         }
         return csv
     }

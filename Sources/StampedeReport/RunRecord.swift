@@ -67,6 +67,8 @@ public struct IntervalSample: Sendable, Equatable {
     public var messagesReceived: UInt64
     /// Errors of every class in this interval.
     public var errors: UInt64
+    /// Errors in this interval by class, indexed by `ErrorClass.rawValue` (empty: none known).
+    public var errorsByClass: [UInt64] = []
     /// Round-trip latency (corrected) percentiles of this interval, microseconds; 0 when nothing was recorded.
     public var p50Micros: UInt64
     public var p99Micros: UInt64

@@ -236,7 +236,7 @@ import Testing
         try withTempDir { root in
             let folder = try ResultsWriter.write(record(), resultsRoot: root)
             let summary = try RunSummary.decode(from: Data(contentsOf: folder.appendingPathComponent("summary.json")))
-            #expect(summary.files == ["round_trip.hgrm", "round_trip.hlog", "round_trip_uncorrected.hgrm", "round_trip_uncorrected.hlog", "timeseries.csv"])
+            #expect(summary.files == ["round_trip.hgrm", "round_trip.hlog", "round_trip_uncorrected.hgrm", "round_trip_uncorrected.hlog", "timeseries.csv", "report.html"])
             #expect(Set(try FileManager.default.contentsOfDirectory(atPath: folder.path)) == Set(summary.files + ["summary.json"]))
         }
     }
@@ -306,11 +306,15 @@ import Testing
         try withTempDir { root in
             let folder = try ResultsWriter.write(record(), resultsRoot: root)
             let csv = try String(contentsOf: folder.appendingPathComponent("timeseries.csv"), encoding: .utf8)
+            // The errors_<class> columns come last (added later): one per class, in ErrorClass order.
+            let classes = ErrorClass.allCases.map { ",errors_" + $0.key }.joined()
+            let zeros = String(repeating: ",0", count: ErrorClass.allCases.count)
+            let two = ErrorClass.allCases.map { $0 == .connectionReset ? ",2" : ",0" }.joined()
             #expect(csv == """
-                elapsed_s,connections_open,messages_sent,messages_received,errors,p50_us,p99_us,connections_connecting,connections_reconnecting
-                1.000,10,100,180,0,250,900,0,0
-                2.500,9,95,170,2,260,1200,0,0
-                3.125,0,0,0,0,0,0,0,0
+                elapsed_s,connections_open,messages_sent,messages_received,errors,p50_us,p99_us,connections_connecting,connections_reconnecting\(classes)
+                1.000,10,100,180,0,250,900,0,0\(zeros)
+                2.500,9,95,170,2,260,1200,0,0\(two)
+                3.125,0,0,0,0,0,0,0,0\(zeros)
 
                 """)
         }
@@ -337,7 +341,11 @@ import Testing
             partialReason: nil, fatalError: nil, totals: totals,
             intervals: [
                 IntervalSample(elapsedSeconds: 1, openConnections: 10, messagesSent: 100, messagesReceived: 180, errors: 0, p50Micros: 250, p99Micros: 900),
-                IntervalSample(elapsedSeconds: 2.5, openConnections: 9, messagesSent: 95, messagesReceived: 170, errors: 2, p50Micros: 260, p99Micros: 1200),
+                {
+                    var s = IntervalSample(elapsedSeconds: 2.5, openConnections: 9, messagesSent: 95, messagesReceived: 170, errors: 2, p50Micros: 260, p99Micros: 1200)
+                    s.errorsByClass = ErrorClass.allCases.map { $0 == .connectionReset ? 2 : 0 }
+                    return s
+                }(),
                 IntervalSample(elapsedSeconds: 3.125, openConnections: 0, messagesSent: 0, messagesReceived: 0, errors: 0, p50Micros: 0, p99Micros: 0),
             ],
             environment: RunEnvironment(stampedeVersion: "0.1.0", hostname: "test-host", cores: 2, loops: 1, os: "Linux",

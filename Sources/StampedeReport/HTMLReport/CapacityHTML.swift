@@ -1,0 +1,97 @@
+import Foundation
+
+/// The report of a capacity run (capacity.json): the load–latency curve with the SLO limits,
+/// the knee and the maximum sustainable load, and every step.
+enum CapacityHTML {
+    static func page(_ r: CapacityResult, location: String) -> String {
+        var body: [String] = []
+        body.append(HTMLPage.section("headline", "Summary", headline(r)))
+        body.append(HTMLPage.section("load-latency", "Load and latency", charts(r)))
+        body.append(HTMLPage.section("steps", "Steps", steps(r)))
+        return HTMLPage.document(title: "Stampede capacity: \(r.scenario)",
+                                 subtitle: "varying \(r.vary) against \(r.target), \(r.startedAt), verdict \(r.verdict)", body: body)
+    }
+
+    static func load(_ r: CapacityResult, _ x: Double?) -> String { x.map { "\(Fmt.num($0)) \(r.unit)" } ?? "–" }
+
+    static func headline(_ r: CapacityResult) -> String {
+        var out = ""
+        if r.partial { out += HTML.notice("warn", "Partial: the search was interrupted.") }
+        switch r.verdict {
+        case "found": out += HTML.notice("ok", r.conclusion)
+        case "generator_limited": out += HTML.notice("warn", "Generator limited: " + r.conclusion)
+        default: out += HTML.notice("warn", r.conclusion)
+        }
+        out += HTML.facts([
+            ("scenario", r.scenario + (r.scenarioFile.isEmpty ? "" : " (\(r.scenarioFile))")),
+            ("target", r.target), ("workload", r.workload),
+            ("varied", "\(r.vary) (\(r.unit)) from \(Fmt.num(r.from)) to \(Fmt.num(r.to)), precision \(Fmt.percent(r.precision))"),
+            ("SLOs", r.slos.joined(separator: "; ")),
+            ("limits", "errors ≤ \(Fmt.percent(r.limits.errorRatio)), lost ≤ \(Fmt.percent(r.limits.lostRatio)), achieved send rate ≥ \(Fmt.percent(r.limits.sendRatio)) of intended"),
+            ("steps", "\(r.steps.count): \(Fmt.sig(r.warmupSeconds)) s warm-up + \(Fmt.sig(r.stepSeconds)) s measured each"),
+            ("verdict", r.verdict),
+            ("max sustainable", load(r, r.maxSustainable)),
+            ("knee", load(r, r.knee)),
+            ("first failing", load(r, r.firstFailing) + (r.firstFailingReasons.isEmpty ? "" : ": " + r.firstFailingReasons.joined(separator: "; "))),
+            ("started", "\(r.startedAt) (wall \(Fmt.sig(r.wallSeconds)) s)"),
+            ("command", r.commandLine.joined(separator: " ")),
+        ], id: "facts")
+        return out
+    }
+
+    /// The SLO figure of each step (the first SLO's metric and percentile), or round_trip p99.
+    static func sloValue(_ s: CapacityResult.Step, _ index: Int) -> Double? {
+        if index < s.slos.count { return s.slos[index].valueMicros.map { Double($0) / 1000 } }
+        return s.latencyMicros["round_trip"].map { Double($0.p99) / 1000 }
+    }
+
+    static func charts(_ r: CapacityResult) -> String {
+        let ordered = r.steps.sorted { ($0.load, $0.number) < ($1.load, $1.number) }
+        let loads = r.steps.map(\.load).filter { $0 > 0 }
+        let axis: LineChart.XAxis = (loads.max() ?? 1) / max(loads.min() ?? 1, 1e-9) > 50 ? .log10 : .linear
+        var series: [ChartSeries] = []
+        let sloCount = max(1, r.steps.map(\.slos.count).max() ?? 0)
+        for i in 0..<min(sloCount, 6) {
+            let name = i < r.slos.count ? r.slos[i] : (r.steps.first { i < $0.slos.count }?.slos[i].slo ?? "round_trip p(99)")
+            series.append(ChartSeries(name: name, color: Palette.cycle[i % Palette.cycle.count],
+                                      points: ordered.compactMap { s in sloValue(s, i).map { (s.load, $0) } }))
+        }
+        var markers: [ChartMarker] = []
+        for s in r.steps {
+            guard let y = sloValue(s, 0) else { continue }
+            let (shape, color): (ChartMarker.Shape, String) = s.outcome == "pass" ? (.circle, Palette.pass) : s.outcome == "fail" ? (.cross, Palette.fail) : (.square, Palette.invalid)
+            markers.append(ChartMarker(x: s.load, y: y, shape: shape, color: color,
+                                       title: "step \(s.number) (\(s.stage)): \(Fmt.num(s.load)) \(r.unit), \(s.outcome)\(s.reasons.isEmpty ? "" : ": " + s.reasons.joined(separator: "; "))"))
+        }
+        var rules: [ChartRule] = []
+        var seen = Set<UInt64>()
+        for slo in r.steps.flatMap(\.slos) where seen.insert(slo.limitMicros).inserted {
+            rules.append(ChartRule(value: Double(slo.limitMicros) / 1000, label: "SLO " + slo.slo, color: Palette.limit))
+        }
+        var vertical: [ChartRule] = []
+        if let k = r.knee { vertical.append(ChartRule(value: k, label: "knee \(Fmt.num(k))", color: Palette.knee)) }
+        if let m = r.maxSustainable { vertical.append(ChartRule(value: m, label: "max sustainable \(Fmt.num(m))", color: Palette.sustainable)) }
+        var out = "<p>One point per step (● pass, ✕ fail, □ invalid: the generator was saturated). Dashed lines: the SLO limit, the knee and the maximum sustainable load.</p>"
+        out += LineChart(id: "chart-capacity", title: "SLO latency by load", xLabel: "load (\(r.unit))", yLabel: "latency (ms)", xAxis: axis,
+                         series: series, markers: markers, horizontalRules: rules, verticalRules: vertical, xFormat: { Fmt.num($0) }).html()
+        out += LineChart(id: "chart-capacity-rates", title: "Achieved rates by load", xLabel: "load (\(r.unit))", yLabel: "messages/s", xAxis: axis,
+                         series: [ChartSeries(name: "intended", color: "#888888", points: ordered.map { ($0.load, $0.intendedRate) }, dashed: true),
+                                  ChartSeries(name: "achieved (sent)", color: Palette.p50, points: ordered.map { ($0.load, $0.achievedRate) }, dots: true),
+                                  ChartSeries(name: "received", color: Palette.p99, points: ordered.map { ($0.load, $0.receivedRate) }, dots: true)],
+                         verticalRules: vertical, xFormat: { Fmt.num($0) }, yFormat: { Fmt.num($0) }).html()
+        return out
+    }
+
+    static func steps(_ r: CapacityResult) -> String {
+        let metric = r.steps.first { !$0.slos.isEmpty }?.slos.first?.metric ?? "round_trip"
+        let rows = r.steps.map { s -> [String] in
+            let l = s.latencyMicros[metric]
+            return ["\(s.number)", s.stage, Fmt.num(s.load), s.outcome, Fmt.num(s.intendedRate), Fmt.num(s.achievedRate), Fmt.num(s.receivedRate),
+                    l.map { Fmt.micros($0.p50) } ?? "–", l.map { Fmt.micros($0.p99) } ?? "–", l.map { Fmt.micros($0.max) } ?? "–",
+                    Fmt.int(s.errors), Fmt.int(s.lost), "\(Fmt.int(s.open))/\(Fmt.int(s.clients))", s.generator.saturated ? "yes" : "no",
+                    s.reasons.joined(separator: "; ") + (s.resultsFolder.map { " [\($0)]" } ?? "")]
+        }
+        return HTML.table(["#", "stage", "load", "outcome", "intended/s", "sent/s", "received/s", "\(metric) p50", "p99", "max", "errors", "lost", "open", "saturated", "reasons"],
+                          rows, id: "steps-table", numeric: Set([2] + Array(4...12))) { r.steps[$0].outcome }
+    }
+}
