@@ -58,15 +58,23 @@ extension RunEngine {
         var merged = MetricsShard()
         var open = 0, connecting = 0, reconnecting = 0
         var lag: UInt64 = 0
+        if spareShards.count != workloads.count { spareShards = workloads.map { _ in MetricsShard() } }
         for (i, w) in workloads.enumerated() {
-            let d = loops[i].submitAndWait { loop in
+            // The loop swaps in an empty shard instead of clearing its own: clearing a shard whose
+            // storage the engine still shares would copy every histogram (megabytes) on the loop
+            // thread, stalling its timers for milliseconds once a second. The engine clears the
+            // taken one here, off the loop, and hands it back next time.
+            let spare = spareShards[i].take() ?? MetricsShard()
+            var d = loops[i].submitAndWait { loop in
                 let cpu = cs_thread_cpu_ns()
                 let data = IntervalData(metrics: w.metrics, open: w.openCount, connecting: w.inFlightConnects, reconnecting: w.reconnectingCount,
                                         timerLagNs: loop.takeMaxTimerLag(), cpuNs: cpu)
-                w.metrics.reset()
+                w.metrics = spare
                 return data
             }
             merged.add(d.metrics)
+            d.metrics.reset()
+            spareShards[i] = d.metrics
             open += d.open
             connecting += d.connecting
             reconnecting += d.reconnecting
@@ -110,7 +118,7 @@ extension RunEngine {
         if phase == .messages || phase == .drain {
             gauges.maxTimerLagNs = max(gauges.maxTimerLagNs, lag)
             // Timers more than 10 ms late mean the generator, not the server, is adding latency.
-            if lag > 10_000_000 {
+            if lag > Self.saturationTimerLagNs {
                 warnings.append(String(format: "generator: timers ran %.1f ms late at %.0f s; latency figures include generator delay", Double(lag) / 1e6, elapsed))
             }
         }

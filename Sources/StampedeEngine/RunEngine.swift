@@ -38,6 +38,9 @@ public struct RunOptions: Sendable {
     /// return quickly (copy what it needs), because the next tick waits for it.
     public var intervalObserver: (@Sendable (IntervalReport) -> Void)? = nil
 
+    /// The results folder's name instead of `<scenario name>-<timestamp>` (inside `resultsRoot`).
+    public var resultsFolderName: String? = nil
+
     public enum ProgressStyle: Sendable { case terminal, lines, silent }
 
     public init(loops: Int = max(1, ProcessInfo.processInfo.activeProcessorCount), resultsRoot: URL = URL(fileURLWithPath: "results"),
@@ -69,6 +72,8 @@ public struct RunSetupError: Error, CustomStringConvertible, Sendable {
 /// only sends them phase changes and merges their measurements once per interval.
 public final class RunEngine {
     public static let version = "0.1.0"
+    /// Timers later than this (10 ms) mean the generator, not the server, is adding latency: the run is marked saturated.
+    public static let saturationTimerLagNs: UInt64 = 10_000_000
 
     let scenario: Scenario
     let options: RunOptions
@@ -80,6 +85,8 @@ public final class RunEngine {
     /// The embedded reference server, when it runs in this process.
     var embeddedServer: (any FaultTarget)?
     var totals = MetricsShard()
+    /// Per loop, a cleared shard for the loop to take at the next interval boundary (nil while lent out).
+    var spareShards: [MetricsShard?] = []
     var intervals: [IntervalSample] = []
     var warnings: [String] = []
     var runStartNs: UInt64 = 0
@@ -251,7 +258,7 @@ public final class RunEngine {
                                  exitCode: Self.exitCode(failed: fatal != nil, interrupted: partialReason != nil && !stoppedByThreshold,
                                                          thresholds: record.thresholds, saturated: saturated))
         do {
-            outcome.resultsFolder = try ResultsWriter.write(record, resultsRoot: options.resultsRoot)
+            outcome.resultsFolder = try ResultsWriter.write(record, resultsRoot: options.resultsRoot, folderName: options.resultsFolderName)
         } catch {
             outcome.writeError = "\(error)"
             if outcome.exitCode == 0 { outcome.exitCode = 1 }

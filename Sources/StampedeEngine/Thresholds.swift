@@ -221,7 +221,8 @@ public struct ThresholdEvaluator {
         return results
     }
 
-    static func rounded(_ v: Double) -> Double { (v * 1000).rounded() / 1000 }
+    /// Three decimals, as JSON figures are written.
+    public static func rounded(_ v: Double) -> Double { (v * 1000).rounded() / 1000 }
 
     /// Closer to failing: higher for < and <=, lower for > and >=.
     static func worse(_ a: Double, than b: Double, _ c: ThresholdComparison) -> Bool {

@@ -21,9 +21,10 @@ public enum ResultsWriter {
     /// Each file is written atomically (temp file in the same folder + rename). Returns the folder URL.
     ///
     /// summary.json is written last, so a folder that has it is complete.
-    public static func write(_ record: RunRecord, resultsRoot: URL) throws -> URL {
+    /// `folderName` replaces `<name>-<timestamp>` (a capacity run's `step-03-4000`).
+    public static func write(_ record: RunRecord, resultsRoot: URL, folderName givenName: String? = nil) throws -> URL {
         var summary = summary(of: record)
-        let folder = try makeRunFolder(in: resultsRoot, baseName: folderName(scenarioName: record.scenario.name, startedAt: record.startedAt))
+        let folder = try makeRunFolder(in: resultsRoot, baseName: givenName.map(safeName) ?? folderName(scenarioName: record.scenario.name, startedAt: record.startedAt))
         // The files as written, kept for report.html, which is rendered from them before
         // summary.json is written (summary.json stays the last file of a complete folder).
         var written: [String: Data] = [:]
@@ -298,7 +299,8 @@ public enum ResultsWriter {
         LatencyMetric.allCases.filter { totals.histograms[$0.rawValue].totalCount > 0 }
     }
 
-    static func latencySummary(_ h: LatencyHistogram) -> RunSummary.Latency {
+    /// count, min, p50, p90, p99, p99.9, max and mean of a histogram, as summary.json has them.
+    public static func latencySummary(_ h: LatencyHistogram) -> RunSummary.Latency {
         RunSummary.Latency(
             count: h.totalCount, min: h.min,
             p50: h.valueAtPercentile(50), p90: h.valueAtPercentile(90), p99: h.valueAtPercentile(99),
@@ -322,7 +324,7 @@ public enum ResultsWriter {
 
     /// Creates the first free `<base>`, `<base>-2`, `<base>-3` … with mkdir, which fails if the folder exists,
     /// so two writers in the same second can never share a folder.
-    static func makeRunFolder(in root: URL, baseName: String) throws -> URL {
+    public static func makeRunFolder(in root: URL, baseName: String) throws -> URL {
         try makeRoot(root)
         var suffix = 1
         while true {

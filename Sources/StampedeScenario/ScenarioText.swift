@@ -31,7 +31,8 @@ private func parseDecimal(_ text: some StringProtocol) -> Double? {
     return Double(String(text))
 }
 
-func parseDuration(_ text: String) -> Double? {
+/// Seconds from a duration as scenarios write it: "30s", "500ms", "2m", "1h", or plain seconds; nil if it is none.
+public func parseDuration(_ text: String) -> Double? {
     let text = text.trimmingCharacters(in: .whitespaces)
     // "ms" must be tried before "m" and "s".
     let units: [(suffix: String, seconds: Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]

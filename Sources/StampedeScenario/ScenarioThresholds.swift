@@ -350,3 +350,35 @@ func parseThresholdDuration(_ text: String) -> Double? {
     }
     return parseNumber(text).map { $0 * 1000 }
 }
+
+extension ThresholdSpec {
+    /// A service level objective as `stampede capacity --slo` takes it: a threshold metric and one
+    /// condition, "round_trip p(99) < 50ms", "errors rate < 0.1%", "messages.lost count == 0".
+    /// Judged over one step's measured window, so storm recovery (end of run only) is refused.
+    /// The error says what is wrong, for a message naming the flag.
+    public static func parseSLO(_ text: String) -> Result<ThresholdSpec, SLOProblem> {
+        func problem(_ m: String) -> Result<ThresholdSpec, SLOProblem> { .failure(SLOProblem(description: m)) }
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard let space = trimmed.firstIndex(where: { $0 == " " || $0 == "\t" }) else {
+            return problem("expected a metric and a condition like \"round_trip p(99) < 50ms\", got '\(text)'")
+        }
+        let metric = String(trimmed[..<space])
+        guard let kind = ThresholdMetricKind(metric) else {
+            var m = "unknown metric '\(metric)'"
+            if let s = closestKey(to: metric, in: ThresholdMetricKind.allNames) { m += ": did you mean '\(s)'?" }
+            return problem(m + " (a latency such as round_trip, errors, errors.<class>, messages.lost, connections.failed or counters.<key>)")
+        }
+        guard !kind.isEndOfRunOnly else { return problem("'\(metric)' exists only at the end of a run, not per step") }
+        switch parseCondition(String(trimmed[space...]), kind: kind) {
+        case .failure(let p): return problem("'\(text)': \(p.message)")
+        case .success(var condition):
+            condition.text = String(trimmed[space...]).trimmingCharacters(in: .whitespaces)
+            return .success(ThresholdSpec(metric: metric, conditions: [condition]))
+        }
+    }
+}
+
+/// Why an SLO's text is not one (`ThresholdSpec.parseSLO`).
+public struct SLOProblem: Error, Sendable, CustomStringConvertible {
+    public var description: String
+}

@@ -29,6 +29,10 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
         public var requestsRejected = 0
         /// Connections the limits closed: slow consumers, header and idle timeouts.
         public var limits = LimitStatistics()
+        /// `--max-rate`: broadcasts queued behind the rate limit right now, and client messages
+        /// dropped because that queue was full (`DelayLine.maxQueued`).
+        public var relaysQueued = 0
+        public var relaysRefused = 0
     }
 
     enum State { case upgrading, open, closing }
@@ -189,7 +193,7 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
     public func writable(_ id: ConnectionID, loop: EventLoop) {}
     public func timerFired(_ token: TimerToken, deadline: UInt64, loop: EventLoop) {
         if token == Self.delayTimer {
-            for action in delayLine.takeDue() { action() }
+            for action in delayLine.release(loop, token: Self.delayTimer) { action() }
             return
         }
         guard token == Self.dropGraceTimer else { return }
@@ -235,7 +239,7 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
 
     /// The statistics and the fault state as one JSON line. Call on the loop thread.
     public func statusJSON() -> String {
-        "{\"server\":\"chat\",\"delayMs\":\(delayLine.delayNs / 1_000_000),\"path\":\"\(path)\",\"port\":\(port),\"rejectingSeconds\":\(faults.rejectingSecondsLeft() ?? 0),"
+        "{\"server\":\"chat\",\"delayMs\":\(delayLine.delayNs / 1_000_000),\"maxRateSpacingNs\":\(delayLine.spacingNs),\"path\":\"\(path)\",\"port\":\(port),\"rejectingSeconds\":\(faults.rejectingSecondsLeft() ?? 0),"
             + statisticsJSONMembers(statistics) + "}"
     }
 
@@ -350,17 +354,28 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
         precondition(p - bodyStart == bodyLength, "broadcast length mismatch")
         broadcast.commit(p)
         let frame = UnsafeRawBufferPointer(broadcast.readable)
-        guard delayLine.isActive else {
+        let admission = delayLine.isActive ? delayLine.admit(now: EventLoop.now()) : .now
+        switch admission {
+        case .now:
             for peer in openPeers { loop.write(peer, frame) }
             statistics.framesBroadcast += openPeers.count
-            return
+        case .refused:
+            statistics.relaysRefused += 1
+        case .at(let deadline):
+            // Held back: copied out (the shared buffer is reused), sent to whoever is open then.
+            let held = [UInt8](frame)
+            delayLine.submit(loop, at: deadline, token: Self.delayTimer) { [self] in
+                held.withUnsafeBytes { frame in for peer in openPeers { loop.write(peer, frame) } }
+                statistics.framesBroadcast += openPeers.count
+            }
         }
-        // Held back: copied out (the shared buffer is reused), sent to whoever is open then.
-        let held = [UInt8](frame)
-        delayLine.submit(loop, token: Self.delayTimer) { [self] in
-            held.withUnsafeBytes { frame in for peer in openPeers { loop.write(peer, frame) } }
-            statistics.framesBroadcast += openPeers.count
-        }
+        statistics.relaysQueued = delayLine.queued
+    }
+
+    /// `--max-rate`: relays at most `perSecond` client messages per second (0: no limit); the
+    /// rest wait their turn in order, so latency grows without bound past that rate. Call on the loop thread.
+    public func setMaxRate(_ perSecond: Double) {
+        delayLine.set(maxRate: perSecond)
     }
 }
 

@@ -242,7 +242,7 @@ public final class RestServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
 
     public func timerFired(_ token: TimerToken, deadline: UInt64, loop: EventLoop) {
         guard token == Self.delayTimer else { return }
-        for action in delayLine.takeDue() { action() }
+        for action in delayLine.release(loop, token: Self.delayTimer) { action() }
     }
 
     public func received(_ id: ConnectionID, buffer: UnsafeMutableRawBufferPointer, loop: EventLoop) -> Int {

@@ -80,6 +80,9 @@ struct Serve: ParsableCommand {
     @Option(help: "Hold every chat broadcast (REST: response) this long, like 2ms (0 to 10s): a known regression for `stampede compare`.")
     var delay: String?
 
+    @Option(help: "Chat: relay at most N client messages per second (a known capacity for `stampede capacity`); the rest queue in order, so latency grows without bound past N (1 to 10000000; default: no limit).")
+    var maxRate: Double?
+
     @Option(help: "Port of the fault switch on 127.0.0.1 (0 picks a free one; default: none).")
     var adminPort: Int?
 
@@ -102,6 +105,10 @@ struct Serve: ParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535, got \(port)") }
         guard maxSeconds.isFinite, (0...7 * 24 * 3600).contains(maxSeconds) else {
             throw ValidationError("--max-seconds must be from 0 (until Ctrl-C) to 604800 (168h), got \(maxSeconds)")
+        }
+        if let maxRate {
+            guard maxRate.isFinite, (1...10_000_000).contains(maxRate) else { throw ValidationError("--max-rate must be from 1 to 10000000 messages per second, got \(maxRate)") }
+            guard !hub && !rest else { throw ValidationError("--max-rate is acted out by the chat server only, not by --hub or --rest") }
         }
         if let delay {
             guard TargetFault.delayMilliseconds(delay) != nil else { throw ValidationError("--delay must be whole milliseconds from 0 to 10000, like 2ms or 0.5s, got '\(delay)'") }
@@ -145,6 +152,7 @@ struct Serve: ParsableCommand {
                 chatServer = try ChatServer(loop: loop, address: at, path: path, limits: limits, tls: tlsMade.context)
             }
             // Before the loop starts, so the first message already waits.
+            if let maxRate { chatServer?.setMaxRate(maxRate) }
             if let ms = delay.flatMap(TargetFault.delayMilliseconds) {
                 if let chatServer { chatServer.apply(.delay(milliseconds: ms)) } else { restServer?.apply(.delay(milliseconds: ms)) }
             }
@@ -184,6 +192,7 @@ struct Serve: ParsableCommand {
         admin?.stop()
         if let stats = chatServer?.statisticsSnapshot() {
             print("served: \(stats.upgraded) connections, \(stats.messagesReceived) messages received, \(stats.framesBroadcast) frames broadcast, \(stats.invalidMessages) invalid, "
+                + (maxRate != nil ? "\(stats.relaysQueued) still queued by --max-rate, \(stats.relaysRefused) refused (queue full), " : "")
                 + "\(stats.limits.slowConsumersDropped) slow consumers dropped")
         }
         if let hubServer {

@@ -3,7 +3,7 @@ import Foundation
 /// The contents of `capacity.json`, schema `stampede.capacity/1`: what `stampede capacity`
 /// tried, step by step, and what it concluded.
 ///
-/// Keys are snake_case (the encoder converts them); latencies are microseconds, durations
+/// Keys are snake_case; latencies are microseconds, durations
 /// seconds, loads in the unit of the varied field (`unit`). Optional fields are written as JSON
 /// `null`, never left out. Every field is documented for users in `docs/capacity.md`.
 public struct CapacityResult: Codable, Sendable, Equatable {
@@ -42,6 +42,11 @@ public struct CapacityResult: Codable, Sendable, Equatable {
     /// The lowest load at which the SLO latency figure reached twice its lowest-load value (the
     /// bend of the load–latency curve), when a step showed it; nil otherwise.
     public var knee: Double?
+    /// The highest load that passed when no answer could be confirmed (a generator limit, a
+    /// failed confirmation): the server held at least this much. Nil when nothing passed.
+    public var heldAtLeast: Double?
+    /// The first load the generator could not drive (its steps are "invalid"); nil when none.
+    public var generatorLimit: Double?
     /// The lowest failing load above `max_sustainable` and why it failed.
     public var firstFailing: Double?
     public var firstFailingReasons: [String]
@@ -53,12 +58,68 @@ public struct CapacityResult: Codable, Sendable, Equatable {
     public var wallSeconds: Double
     public var commandLine: [String]
 
+    enum CodingKeys: String, CodingKey {
+        case schema
+        case scenario
+        case scenarioFile = "scenario_file"
+        case workload
+        case target
+        case vary
+        case unit
+        case slos
+        case limits
+        case stepSeconds = "step_seconds"
+        case warmupSeconds = "warmup_seconds"
+        case from
+        case to
+        case precision
+        case steps
+        case verdict
+        case maxSustainable = "max_sustainable"
+        case knee
+        case heldAtLeast = "held_at_least"
+        case generatorLimit = "generator_limit"
+        case firstFailing = "first_failing"
+        case firstFailingReasons = "first_failing_reasons"
+        case conclusion
+        case partial
+        case startedAt = "started_at"
+        case endedAt = "ended_at"
+        case wallSeconds = "wall_seconds"
+        case commandLine = "command_line"
+    }
+
+    public init(scenario: String, scenarioFile: String, workload: String, target: String, vary: String, unit: String, slos: [String],
+                limits: Limits, stepSeconds: Double, warmupSeconds: Double, from: Double, to: Double, precision: Double, steps: [Step],
+                verdict: String, maxSustainable: Double?, knee: Double?, heldAtLeast: Double?, generatorLimit: Double?,
+                firstFailing: Double?, firstFailingReasons: [String], conclusion: String, partial: Bool, startedAt: String,
+                endedAt: String, wallSeconds: Double, commandLine: [String]) {
+        self.scenario = scenario; self.scenarioFile = scenarioFile; self.workload = workload; self.target = target; self.vary = vary
+        self.unit = unit; self.slos = slos; self.limits = limits; self.stepSeconds = stepSeconds; self.warmupSeconds = warmupSeconds
+        self.from = from; self.to = to; self.precision = precision; self.steps = steps; self.verdict = verdict
+        self.maxSustainable = maxSustainable; self.knee = knee; self.heldAtLeast = heldAtLeast; self.generatorLimit = generatorLimit
+        self.firstFailing = firstFailing; self.firstFailingReasons = firstFailingReasons; self.conclusion = conclusion
+        self.partial = partial; self.startedAt = startedAt; self.endedAt = endedAt; self.wallSeconds = wallSeconds
+        self.commandLine = commandLine
+    }
+
+    /// Writes `capacity.json` into `folder` (atomically: a reader never sees half a file).
+    public func write(into folder: URL) throws {
+        try AtomicFile.write(try jsonData(), to: folder.appendingPathComponent(Self.fileName))
+    }
+
     public struct Limits: Codable, Sendable, Equatable {
         /// Errors ÷ messages sent, and messages lost ÷ messages sent, allowed in a step's measured window.
         public var errorRatio: Double
         public var lostRatio: Double
         /// The least achieved send rate, as a share of the intended one (0.99).
         public var sendRatio: Double
+        enum CodingKeys: String, CodingKey {
+            case errorRatio = "error_ratio"
+            case lostRatio = "lost_ratio"
+            case sendRatio = "send_ratio"
+        }
+
         public init(errorRatio: Double, lostRatio: Double, sendRatio: Double) {
             self.errorRatio = errorRatio; self.lostRatio = lostRatio; self.sendRatio = sendRatio
         }
@@ -87,45 +148,49 @@ public struct CapacityResult: Codable, Sendable, Equatable {
         /// Connections open at the end of the window, of `clients`.
         public var open: Int
         public var clients: Int
-        /// The measured window's latency per metric key: p50, p90, p99, p99.9, max, count.
-        public var latencyMicros: [String: Latency]
-        /// Each SLO's measured value (µs for latencies) and whether it held.
-        public var slos: [SLOResult]
+        /// The measured window's latency per metric key, as in summary.json's `latency_us`.
+        public var latencyMicros: [String: RunSummary.Latency]
+        /// Each SLO judged over the measured window, as summary.json's `thresholds` entries.
+        public var slos: [RunSummary.Threshold]
         public var generator: Generator
-        /// The step's results folder (a normal run's), relative to where capacity ran.
+        /// The step's results folder (an ordinary run's), inside the capacity folder.
         public var resultsFolder: String?
+        /// Seconds spent before this step waiting for the server to recover from the last
+        /// (failed) one, probing at `from`; nil when the step followed a pass.
+        public var cooldownSeconds: Double? = nil
+
+        enum CodingKeys: String, CodingKey {
+            case number
+            case stage
+            case load
+            case outcome
+            case reasons
+            case measuredSeconds = "measured_seconds"
+            case intendedRate = "intended_rate"
+            case achievedRate = "achieved_rate"
+            case receivedRate = "received_rate"
+            case sent
+            case delivered
+            case lost
+            case errors
+            case open
+            case clients
+            case latencyMicros = "latency_us"
+            case slos
+            case generator
+            case resultsFolder = "results_folder"
+            case cooldownSeconds = "cooldown_seconds"
+        }
 
         public init(number: Int, stage: String, load: Double, outcome: String, reasons: [String], measuredSeconds: Double,
                     intendedRate: Double, achievedRate: Double, receivedRate: Double, sent: UInt64, delivered: UInt64, lost: UInt64,
-                    errors: UInt64, open: Int, clients: Int, latencyMicros: [String: Latency], slos: [SLOResult], generator: Generator,
+                    errors: UInt64, open: Int, clients: Int, latencyMicros: [String: RunSummary.Latency], slos: [RunSummary.Threshold], generator: Generator,
                     resultsFolder: String?) {
             self.number = number; self.stage = stage; self.load = load; self.outcome = outcome; self.reasons = reasons
             self.measuredSeconds = measuredSeconds; self.intendedRate = intendedRate; self.achievedRate = achievedRate
             self.receivedRate = receivedRate; self.sent = sent; self.delivered = delivered; self.lost = lost; self.errors = errors
             self.open = open; self.clients = clients; self.latencyMicros = latencyMicros; self.slos = slos; self.generator = generator
             self.resultsFolder = resultsFolder
-        }
-    }
-
-    public struct Latency: Codable, Sendable, Equatable {
-        public var p50: UInt64, p90: UInt64, p99: UInt64, p999: UInt64, max: UInt64, count: UInt64
-        public init(p50: UInt64, p90: UInt64, p99: UInt64, p999: UInt64, max: UInt64, count: UInt64) {
-            self.p50 = p50; self.p90 = p90; self.p99 = p99; self.p999 = p999; self.max = max; self.count = count
-        }
-    }
-
-    public struct SLOResult: Codable, Sendable, Equatable {
-        /// As given: "round_trip p(99) < 50ms".
-        public var slo: String
-        /// The metric key and percentile it reads, the limit and the measured value (µs); value nil when the metric had no samples.
-        public var metric: String
-        public var percentile: Double
-        public var limitMicros: UInt64
-        public var valueMicros: UInt64?
-        public var passed: Bool
-        public init(slo: String, metric: String, percentile: Double, limitMicros: UInt64, valueMicros: UInt64?, passed: Bool) {
-            self.slo = slo; self.metric = metric; self.percentile = percentile; self.limitMicros = limitMicros
-            self.valueMicros = valueMicros; self.passed = passed
         }
     }
 
@@ -136,24 +201,39 @@ public struct CapacityResult: Codable, Sendable, Equatable {
         public var peakProcessCPUPercent: Double
         public var loops: Int
         public var saturated: Bool
+        enum CodingKeys: String, CodingKey {
+            case maxTimerLagMicros = "max_timer_lag_us"
+            case peakClientLoopCPUPercent = "peak_client_loop_cpu_percent"
+            case peakProcessCPUPercent = "peak_process_cpu_percent"
+            case loops
+            case saturated
+        }
+
         public init(maxTimerLagMicros: UInt64, peakClientLoopCPUPercent: Double, peakProcessCPUPercent: Double, loops: Int, saturated: Bool) {
             self.maxTimerLagMicros = maxTimerLagMicros; self.peakClientLoopCPUPercent = peakClientLoopCPUPercent
             self.peakProcessCPUPercent = peakProcessCPUPercent; self.loops = loops; self.saturated = saturated
         }
     }
 
-    /// JSON as written to `capacity.json` (snake_case keys, sorted, pretty).
+    /// JSON as written to `capacity.json` (snake_case keys, sorted, pretty; unknown values as null).
     public func jsonData() throws -> Data {
         let e = JSONEncoder()
-        e.keyEncodingStrategy = .convertToSnakeCase
         e.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return try e.encode(self)
+        let data = try e.encode(self)
+        // Synthesized Codable leaves nil out; readers are promised every key, so add them as null.
+        guard var object = try JSONSerialization.jsonObject(with: data) as? [String: Any] else { return data }
+        for key in ["max_sustainable", "knee", "first_failing", "held_at_least", "generator_limit"] where object[key] == nil { object[key] = NSNull() }
+        if var steps = object["steps"] as? [[String: Any]] {
+            for i in steps.indices {
+                for key in ["results_folder", "cooldown_seconds"] where steps[i][key] == nil { steps[i][key] = NSNull() }
+            }
+            object["steps"] = steps
+        }
+        return try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
     }
 
     /// Reads `capacity.json`.
     public static func read(_ data: Data) throws -> CapacityResult {
-        let d = JSONDecoder()
-        d.keyDecodingStrategy = .convertFromSnakeCase
-        return try d.decode(CapacityResult.self, from: data)
+        try JSONDecoder().decode(CapacityResult.self, from: data)
     }
 }

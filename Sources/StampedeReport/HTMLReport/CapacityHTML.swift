@@ -32,6 +32,8 @@ enum CapacityHTML {
             ("verdict", r.verdict),
             ("max sustainable", load(r, r.maxSustainable)),
             ("knee", load(r, r.knee)),
+            ("held at least", load(r, r.heldAtLeast)),
+            ("generator limit", load(r, r.generatorLimit)),
             ("first failing", load(r, r.firstFailing) + (r.firstFailingReasons.isEmpty ? "" : ": " + r.firstFailingReasons.joined(separator: "; "))),
             ("started", "\(r.startedAt) (wall \(Fmt.sig(r.wallSeconds)) s)"),
             ("command", r.commandLine.joined(separator: " ")),
@@ -39,11 +41,13 @@ enum CapacityHTML {
         return out
     }
 
-    /// The SLO figure of each step (the first SLO's metric and percentile), or round_trip p99.
+    /// A step's figure for its `index`th SLO in ms (latency SLOs are in µs), or round_trip p99.
     static func sloValue(_ s: CapacityResult.Step, _ index: Int) -> Double? {
-        if index < s.slos.count { return s.slos[index].valueMicros.map { Double($0) / 1000 } }
-        return s.latencyMicros["round_trip"].map { Double($0.p99) / 1000 }
+        if index < s.slos.count { return s.slos[index].unit == "us" ? s.slos[index].observed.map { $0 / 1000 } : nil }
+        return index == 0 ? s.latencyMicros["round_trip"].map { Double($0.p99) / 1000 } : nil
     }
+
+    static func sloName(_ t: RunSummary.Threshold) -> String { t.metric + (t.label.map { "@" + $0 } ?? "") + " " + t.condition }
 
     static func charts(_ r: CapacityResult) -> String {
         let ordered = r.steps.sorted { ($0.load, $0.number) < ($1.load, $1.number) }
@@ -52,7 +56,7 @@ enum CapacityHTML {
         var series: [ChartSeries] = []
         let sloCount = max(1, r.steps.map(\.slos.count).max() ?? 0)
         for i in 0..<min(sloCount, 6) {
-            let name = i < r.slos.count ? r.slos[i] : (r.steps.first { i < $0.slos.count }?.slos[i].slo ?? "round_trip p(99)")
+            let name = i < r.slos.count ? r.slos[i] : (r.steps.first { i < $0.slos.count }.map { sloName($0.slos[i]) } ?? "round_trip p(99)")
             series.append(ChartSeries(name: name, color: Palette.cycle[i % Palette.cycle.count],
                                       points: ordered.compactMap { s in sloValue(s, i).map { (s.load, $0) } }))
         }
@@ -64,13 +68,15 @@ enum CapacityHTML {
                                        title: "step \(s.number) (\(s.stage)): \(Fmt.num(s.load)) \(r.unit), \(s.outcome)\(s.reasons.isEmpty ? "" : ": " + s.reasons.joined(separator: "; "))"))
         }
         var rules: [ChartRule] = []
-        var seen = Set<UInt64>()
-        for slo in r.steps.flatMap(\.slos) where seen.insert(slo.limitMicros).inserted {
-            rules.append(ChartRule(value: Double(slo.limitMicros) / 1000, label: "SLO " + slo.slo, color: Palette.limit))
+        var seen = Set<Double>()
+        for slo in r.steps.flatMap(\.slos) where slo.unit == "us" && seen.insert(slo.limit).inserted {
+            rules.append(ChartRule(value: slo.limit / 1000, label: "SLO " + sloName(slo), color: Palette.limit))
         }
         var vertical: [ChartRule] = []
         if let k = r.knee { vertical.append(ChartRule(value: k, label: "knee \(Fmt.num(k))", color: Palette.knee)) }
         if let m = r.maxSustainable { vertical.append(ChartRule(value: m, label: "max sustainable \(Fmt.num(m))", color: Palette.sustainable)) }
+        if r.maxSustainable == nil, let h = r.heldAtLeast { vertical.append(ChartRule(value: h, label: "held at least \(Fmt.num(h))", color: Palette.sustainable)) }
+        if let g = r.generatorLimit { vertical.append(ChartRule(value: g, label: "generator limit \(Fmt.num(g))", color: Palette.invalid)) }
         var out = "<p>One point per step (● pass, ✕ fail, □ invalid: the generator was saturated). Dashed lines: the SLO limit, the knee and the maximum sustainable load.</p>"
         out += LineChart(id: "chart-capacity", title: "SLO latency by load", xLabel: "load (\(r.unit))", yLabel: "latency (ms)", xAxis: axis,
                          series: series, markers: markers, horizontalRules: rules, verticalRules: vertical, xFormat: { Fmt.num($0) }).html()

@@ -1,0 +1,86 @@
+import Foundation
+import StampedeReport
+
+extension CapacityRunner {
+    func emptyResult(startedAt: Date) -> CapacityResult {
+        let s = plan.scenario
+        return CapacityResult(
+            scenario: s.name, scenarioFile: s.file, workload: s.workload.rawValue, target: s.target.description, vary: plan.vary.rawValue,
+            unit: plan.unit, slos: plan.sloTexts, limits: plan.limits, stepSeconds: plan.stepSeconds, warmupSeconds: plan.warmupSeconds,
+            from: plan.from, to: plan.to, precision: plan.precision, steps: [], verdict: "interrupted", maxSustainable: nil, knee: nil,
+            heldAtLeast: nil, generatorLimit: nil, firstFailing: nil, firstFailingReasons: [], conclusion: "no step has run yet", partial: true,
+            startedAt: iso8601(startedAt), endedAt: iso8601(startedAt), wallSeconds: 0, commandLine: options.commandLine)
+    }
+
+    /// Fills in the verdict, the answer, the knee and the sentence for people from the search so far.
+    func conclude(_ r: inout CapacityResult, search: CapacitySearch, interrupted: Bool, unreachable: String?, startedAt: Date) {
+        let now = Date()
+        r.endedAt = iso8601(now)
+        r.wallSeconds = ThresholdEvaluator.rounded(now.timeIntervalSince(startedAt))
+        r.maxSustainable = search.maxSustainable
+        r.heldAtLeast = search.highestPass
+        r.generatorLimit = search.generatorLimit
+        r.firstFailing = search.lowestFail
+        r.firstFailingReasons = search.lowestFail.flatMap { load in r.steps.last { $0.load == load && $0.outcome == "fail" }?.reasons } ?? []
+        // No knee when the generator was the limit: its latency is partly its own.
+        r.knee = search.verdict == .generatorLimited ? nil : Self.knee(r.steps)
+        let unit = plan.unit
+        func f(_ v: Double?) -> String { v.map { Self.format($0) + " " + unit } ?? "–" }
+        let why = r.firstFailingReasons.first.map { " (\($0))" } ?? ""
+        if let unreachable {
+            r.verdict = "unreachable"
+            r.partial = true
+            r.conclusion = "the first step could not reach the target: \(unreachable)"
+            return
+        }
+        if interrupted || search.verdict == nil {
+            r.verdict = "interrupted"
+            r.partial = true
+            r.conclusion = "interrupted after \(r.steps.count) step(s); the server held at least \(f(search.highestPass)), and \(f(search.lowestFail)) failed\(why)"
+            return
+        }
+        r.partial = false
+        r.verdict = search.verdict!.rawValue
+        switch search.verdict! {
+        case .found:
+            r.conclusion = "holds \(f(r.maxSustainable)) within the SLOs (confirmed); \(f(r.firstFailing)) failed\(why)"
+        case .aboveRange:
+            r.conclusion = "held every load up to \(f(plan.to)), the top of the range: raise --to to find the limit"
+        case .belowRange:
+            r.conclusion = "the lowest load, \(f(plan.from)), already failed\(why): lower --from"
+        case .unconfirmed:
+            r.conclusion = "no answer could be confirmed (each confirmation failed again: the server's capacity varies more than --precision); it held \(f(search.highestPass)) once"
+        case .generatorLimited:
+            let reason = r.steps.last { $0.outcome == "invalid" }?.reasons.first.map { " (\($0))" } ?? ""
+            r.conclusion = "the generator could not drive \(f(search.generatorLimit))\(reason), so no knee is reported; the server held at least \(f(search.highestPass)). "
+                + "Give the generator more cores (--loops) or more processes, or move the server to another host."
+        }
+    }
+
+    /// Where the load–latency curve bends: the lowest load from which every higher step's median
+    /// (p50) of the first latency SLO's metric is at least twice the lowest median of any step.
+    /// Medians, because a low load's p99 on a shared machine is mostly scheduling noise; "every
+    /// higher step", so one noisy point does not make a knee. Nil without a latency SLO, or when
+    /// the curve never bends (or bends from the lowest load tried).
+    static func knee(_ steps: [CapacityResult.Step]) -> Double? {
+        guard let metric = steps.lazy.compactMap({ $0.slos.first { $0.unit == "us" }?.metric }).first else { return nil }
+        var median: [Double: UInt64] = [:]
+        for s in steps where s.outcome != "invalid" {
+            if let p50 = s.latencyMicros[metric]?.p50 { median[s.load] = max(median[s.load] ?? 0, p50) }
+        }
+        let loads = median.keys.sorted()
+        guard let base = median.values.min(), base > 0, loads.count >= 2 else { return nil }
+        var knee: Double?
+        for load in loads.reversed() {
+            guard median[load]! >= 2 * base else { break }
+            knee = load
+        }
+        return knee == loads.first ? nil : knee
+    }
+
+    func iso8601(_ d: Date) -> String {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime]
+        return f.string(from: d)
+    }
+}

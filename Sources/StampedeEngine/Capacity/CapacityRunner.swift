@@ -1,0 +1,214 @@
+import Foundation
+import StampedeReport
+import StampedeScenario
+import Synchronization
+
+/// What `stampede capacity` varies, over what range, and what a step must meet.
+public struct CapacityPlan: Sendable {
+    public enum Vary: String, Sendable, CaseIterable {
+        /// Messages per second across all clients; the client count stays.
+        case messageRate = "message.rate"
+        /// Connected clients; each keeps the scenario's per-client message rate.
+        case clients
+    }
+    public var scenario: Scenario
+    public var vary: Vary
+    /// The SLOs as given and as parsed (`ThresholdSpec.parseSLO`).
+    public var sloTexts: [String]
+    public var slos: [ThresholdSpec]
+    public var from: Double
+    public var to: Double
+    public var precision: Double
+    public var stepSeconds: Double
+    public var warmupSeconds: Double
+    public var limits: CapacityResult.Limits
+    /// After a step that failed, the longest wait for the server to recover before the next
+    /// step (probing at `from` until the SLOs hold again); 0 turns the wait off.
+    public var cooldownSeconds: Double = 60
+
+    public init(scenario: Scenario, vary: Vary, sloTexts: [String], slos: [ThresholdSpec], from: Double, to: Double, precision: Double,
+                stepSeconds: Double, warmupSeconds: Double, limits: CapacityResult.Limits) {
+        self.scenario = scenario; self.vary = vary; self.sloTexts = sloTexts; self.slos = slos; self.from = from; self.to = to
+        self.precision = precision; self.stepSeconds = stepSeconds; self.warmupSeconds = warmupSeconds; self.limits = limits
+    }
+
+    /// "messages/s" or "clients".
+    public var unit: String { vary == .clients ? "clients" : "messages/s" }
+
+    /// The scenario of a step at `load`: the varied field set, the message phase as long as the
+    /// warm-up plus the measured window, a short drain (what is still in flight after the window
+    /// is not measured), and no thresholds (the SLOs judge steps).
+    public func stepScenario(load: Double) -> Scenario {
+        var s = scenario
+        switch vary {
+        case .messageRate:
+            s.message.ratePerSecond = load
+        case .clients:
+            let perClient = scenario.clients > 0 ? scenario.message.ratePerSecond / Double(scenario.clients) : 0
+            s.clients = Int(load)
+            s.message.ratePerSecond = perClient * Double(s.clients)
+        }
+        s.durationSeconds = warmupSeconds + stepSeconds
+        s.drainSeconds = min(s.drainSeconds, 2)
+        s.thresholds = []
+        return s
+    }
+}
+
+/// What a capacity run produced.
+public struct CapacityOutcome: Sendable {
+    public var result: CapacityResult
+    /// The capacity folder (nil if it could not be made: `writeError`).
+    public var folder: URL?
+    public var writeError: String?
+    /// 0 found (or the whole range held), 98 the generator was the limit, 99 no load met the
+    /// SLOs (or none could be confirmed), 1 the target could not be reached, 130 interrupted.
+    public var exitCode: Int32
+}
+
+/// Runs the search: one ordinary run per step (its own results folder inside the capacity
+/// folder), judged on its measured window, until `CapacitySearch` has a verdict. capacity.json
+/// is rewritten after every step, so an interrupted search keeps what it learned.
+public final class CapacityRunner {
+    let plan: CapacityPlan
+    let options: RunOptions
+    let progress: ProgressPrinter
+
+    /// `options` as for `RunEngine`: its results root is where the capacity folder goes; its
+    /// interval observer (live metrics) sees every step's intervals.
+    public init(plan: CapacityPlan, options: RunOptions) {
+        self.plan = plan
+        self.options = options
+        progress = ProgressPrinter(style: options.progress)
+    }
+
+    public func run() -> CapacityOutcome {
+        let startedAt = Date()
+        var search = CapacitySearch(from: plan.from, to: plan.to, precision: plan.precision, integral: plan.vary == .clients)
+        var result = emptyResult(startedAt: startedAt)
+        var folder: URL?
+        do {
+            folder = try ResultsWriter.makeRunFolder(in: options.resultsRoot, baseName: "capacity-" + ResultsWriter.folderName(scenarioName: plan.scenario.name, startedAt: startedAt))
+        } catch {
+            return CapacityOutcome(result: result, folder: nil, writeError: "\(error)", exitCode: RunExitStatus.runFailed)
+        }
+        var writeError: String?
+        var unreachable: String?
+        var interrupted = false
+        while let (load, stage) = search.next {
+            let number = result.steps.count + 1
+            // A server pushed past its capacity may still be working off the backlog (its queues,
+            // its socket buffers): measuring the next step now would charge it with the last one.
+            var cooldown: Double?
+            if let last = result.steps.last, last.outcome != "pass", plan.cooldownSeconds > 0 {
+                cooldown = coolDown(before: number, folder: folder!)
+                if options.interrupt.isRaised { interrupted = true; break }
+            }
+            let loadText = Self.format(load)
+            say("step \(number) (\(stage.rawValue)): \(loadText) \(plan.unit) for \(Self.format(plan.warmupSeconds)) s warm-up + \(Self.format(plan.stepSeconds)) s …")
+            var (step, fatal) = runStep(number: number, stage: stage, load: load, folder: folder!)
+            step.cooldownSeconds = cooldown
+            result.steps.append(step)
+            if options.interrupt.isRaised { interrupted = true; break }
+            // Nothing connected at the very first step: the target is not there, not slow.
+            if number == 1, let fatal, step.open == 0 { unreachable = fatal; break }
+            search.record(CapacitySearch.Outcome(rawValue: step.outcome) ?? .fail)
+            let bracket = "bracket \(search.highestPass.map(Self.format) ?? "–") … \(search.lowestFail.map(Self.format) ?? "?")"
+            say("step \(number): \(step.outcome)" + (step.reasons.isEmpty ? "" : " (" + step.reasons.joined(separator: "; ") + ")")
+                + "  sent \(Self.format(step.achievedRate))/s" + primaryLatencyText(step) + "  \(bracket)")
+            conclude(&result, search: search, interrupted: false, unreachable: nil, startedAt: startedAt)
+            writeError = write(result, to: folder!) ?? writeError
+        }
+        conclude(&result, search: search, interrupted: interrupted, unreachable: unreachable, startedAt: startedAt)
+        writeError = write(result, to: folder!) ?? writeError
+        progress.finish()
+        let exit: Int32
+        if interrupted { exit = RunExitStatus.interrupted }
+        else if unreachable != nil { exit = RunExitStatus.runFailed }
+        else {
+            switch search.verdict {
+            case .found, .aboveRange: exit = RunExitStatus.passed
+            case .generatorLimited: exit = RunExitStatus.saturated
+            case .belowRange, .unconfirmed, nil: exit = RunExitStatus.thresholdFailed
+            }
+        }
+        return CapacityOutcome(result: result, folder: folder, writeError: writeError, exitCode: exit)
+    }
+
+    /// Probes at the lowest load (`from`), 1 s warm-up and 2 s measured, until a probe meets
+    /// every check or `cooldownSeconds` have passed. Returns the seconds waited.
+    func coolDown(before number: Int, folder: URL) -> Double {
+        let start = Date()
+        var probe = 0
+        while Date().timeIntervalSince(start) < plan.cooldownSeconds, !options.interrupt.isRaised {
+            probe += 1
+            let (step, _) = runStep(number: number, stage: .exponential, load: plan.from, folder: folder, warmupSeconds: 1, stepSeconds: 2,
+                                    folderName: String(format: "cooldown-%02d-%d", number, probe))
+            if step.outcome == "pass" { break }
+        }
+        let waited = Date().timeIntervalSince(start)
+        say("cool-down before step \(number): \(probe) probe(s) at \(Self.format(plan.from)) \(plan.unit), \(Self.format(waited)) s")
+        return ThresholdEvaluator.rounded(waited)
+    }
+
+    /// One step: an ordinary run of the step's scenario, judged on its measured window.
+    func runStep(number: Int, stage: CapacitySearch.Stage, load: Double, folder: URL, warmupSeconds: Double? = nil, stepSeconds: Double? = nil,
+                 folderName: String? = nil) -> (CapacityResult.Step, fatal: String?) {
+        var scenario = plan.stepScenario(load: load)
+        let warmup = warmupSeconds ?? plan.warmupSeconds
+        scenario.durationSeconds = warmup + (stepSeconds ?? plan.stepSeconds)
+        let window = Mutex(StepWindow(warmupSeconds: warmup, endSeconds: scenario.durationSeconds))
+        var stepOptions = options
+        stepOptions.resultsRoot = folder
+        stepOptions.resultsFolderName = folderName ?? String(format: "step-%02d-%@-%@", number, stage.rawValue, Self.format(load).replacingOccurrences(of: ",", with: ""))
+        stepOptions.progress = .silent
+        let live = options.intervalObserver
+        stepOptions.intervalObserver = { report in
+            window.withLock { $0.add(report) }
+            live?(report)
+        }
+        var fatal: String?
+        var stepFolder: String?
+        do {
+            let outcome = try RunEngine(scenario: scenario, options: stepOptions).run()
+            fatal = outcome.record.fatalError
+            stepFolder = outcome.resultsFolder.map { $0.lastPathComponent }
+        } catch {
+            fatal = "the step could not start: \(error)"
+        }
+        let judge = StepJudge(slos: plan.slos, limits: plan.limits)
+        var step = judge.judge(window.withLock { $0 }, number: number, stage: stage, load: load,
+                               intendedRate: scenario.message.ratePerSecond, runFailure: fatal)
+        step.resultsFolder = stepFolder
+        return (step, fatal)
+    }
+
+    func primaryLatencyText(_ step: CapacityResult.Step) -> String {
+        guard let first = step.slos.first(where: { $0.unit == "us" }) else { return "" }
+        return "  \(first.metric) \(first.condition.components(separatedBy: " ").first ?? "") \(first.observedText)"
+    }
+
+    func say(_ text: String) {
+        guard options.progress != .silent else { return }
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+
+    /// Writes capacity.json (atomically); the error's text if it could not.
+    func write(_ result: CapacityResult, to folder: URL) -> String? {
+        do {
+            try result.write(into: folder)
+            return nil
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    /// "20,000", "1,500.5", "0.25".
+    public static func format(_ v: Double) -> String {
+        let f = NumberFormatter()
+        f.numberStyle = .decimal
+        f.maximumFractionDigits = v >= 100 ? 0 : 2
+        f.locale = Locale(identifier: "en_US")
+        return f.string(from: NSNumber(value: v)) ?? "\(v)"
+    }
+}

@@ -1,0 +1,107 @@
+import StampedeMetrics
+import StampedeReport
+import StampedeScenario
+
+/// One capacity step's measured window: the intervals of the message phase after the warm-up,
+/// gathered from the engine's interval reports (`RunOptions.intervalObserver`) as the step runs.
+/// Only whole intervals inside the window count, so ramps and the drain are never measured.
+struct StepWindow: Sendable {
+    let warmupSeconds: Double
+    let endSeconds: Double
+    var shard = MetricsShard()
+    var seconds = 0.0
+    var intervals = 0
+    var maxTimerLagNs: UInt64 = 0
+    var peakClientLoopCPUPercent = 0.0
+    var peakProcessCPUPercent = 0.0
+    var loops = 0
+    var open = 0
+    var clients = 0
+
+    init(warmupSeconds: Double, endSeconds: Double) {
+        self.warmupSeconds = warmupSeconds
+        self.endSeconds = endSeconds
+    }
+
+    mutating func add(_ r: IntervalReport) {
+        // An interval ending just past the phase's end (the engine ticks every 100 ms) saw part of
+        // the drain: left out, as is one starting before the warm-up was over.
+        guard r.phase == "messages", let m = r.messagePhaseSeconds, m.lowerBound >= warmupSeconds - 0.001,
+              m.upperBound <= endSeconds + 0.001 else { return }
+        shard.add(r.interval)
+        seconds += m.upperBound - m.lowerBound
+        intervals += 1
+        maxTimerLagNs = max(maxTimerLagNs, r.timerLagNs)
+        peakClientLoopCPUPercent = max(peakClientLoopCPUPercent, r.clientLoopCPUPercent)
+        peakProcessCPUPercent = max(peakProcessCPUPercent, r.processCPUPercent)
+        loops = r.loops
+        open = r.open
+        clients = r.clients
+    }
+}
+
+/// How a step is judged: its SLOs, and the limits every step must stay within.
+struct StepJudge {
+    var slos: [ThresholdSpec]
+    var limits: CapacityResult.Limits
+    /// Client loops busier than this share of their cores mean the generator is the limit.
+    static let saturatedLoopCPUShare = 0.95
+
+    /// The step's figures and verdict. `intendedRate` is messages per second across all clients.
+    func judge(_ w: StepWindow, number: Int, stage: CapacitySearch.Stage, load: Double, intendedRate: Double,
+               runFailure: String?) -> CapacityResult.Step {
+        let m = w.shard
+        let sent = m[.messagesSent], delivered = m[.messagesDelivered], lost = m[.messagesLost]
+        let errors = m.errors.reduce(0, &+)
+        let seconds = w.seconds
+        func perSecond(_ n: UInt64) -> Double { seconds > 0 ? ThresholdEvaluator.rounded(Double(n) / seconds) : 0 }
+        var evaluator = ThresholdEvaluator(slos)
+        let sloResults = evaluator.finish(totals: m, storms: [], messageSeconds: seconds) ?? []
+        var invalid: [String] = []
+        var failed: [String] = []
+
+        let lagMs = Double(w.maxTimerLagNs) / 1e6
+        if w.maxTimerLagNs > RunEngine.saturationTimerLagNs {
+            invalid.append("generator saturated: timers ran \(ThresholdMeasure.trimmed(lagMs)) ms late")
+        }
+        if w.loops > 0, w.peakClientLoopCPUPercent >= Self.saturatedLoopCPUShare * 100 * Double(w.loops) {
+            invalid.append("generator saturated: client loops at \(Int(w.peakClientLoopCPUPercent))% CPU of \(w.loops * 100)%")
+        }
+        if let runFailure { failed.append(runFailure) }
+        if w.intervals == 0 {
+            failed.append("no whole interval after the warm-up (the step ended early)")
+        }
+        if w.open < w.clients { failed.append("\(w.open) of \(w.clients) clients connected") }
+        for r in sloResults where !r.passed {
+            failed.append("\(r.metric) \(r.condition): measured \(r.observedText)")
+        }
+        if sent > 0, Double(errors) > limits.errorRatio * Double(sent) {
+            failed.append("errors \(errors) of \(sent) sent (limit \(ThresholdMeasure.trimmed(limits.errorRatio * 100))%)")
+        } else if sent == 0, errors > 0 {
+            failed.append("\(errors) errors")
+        }
+        if sent > 0, Double(lost) > limits.lostRatio * Double(sent) {
+            failed.append("lost \(lost) of \(sent) sent (limit \(ThresholdMeasure.trimmed(limits.lostRatio * 100))%)")
+        }
+        // The schedule's own granularity: a window may miss up to one message per client at each edge.
+        let intendedCount = intendedRate * seconds
+        if intendedRate > 0, seconds > 0, Double(sent) + Double(w.clients) < limits.sendRatio * intendedCount {
+            failed.append("sent \(Int(perSecond(sent)))/s, under \(ThresholdMeasure.trimmed(limits.sendRatio * 100))% of the intended \(ThresholdMeasure.trimmed(intendedRate))/s")
+        }
+
+        var latency: [String: RunSummary.Latency] = [:]
+        for metric in LatencyMetric.allCases where m.histograms[metric.rawValue].totalCount > 0 {
+            latency[metric.key] = ResultsWriter.latencySummary(m.histograms[metric.rawValue])
+        }
+        let outcome: CapacitySearch.Outcome = !invalid.isEmpty ? .invalid : failed.isEmpty ? .pass : .fail
+        return CapacityResult.Step(
+            number: number, stage: stage.rawValue, load: load, outcome: outcome.rawValue, reasons: invalid + failed,
+            measuredSeconds: ThresholdEvaluator.rounded(seconds), intendedRate: ThresholdEvaluator.rounded(intendedRate),
+            achievedRate: perSecond(sent), receivedRate: perSecond(delivered &+ m[.fanoutReceived]),
+            sent: sent, delivered: delivered, lost: lost, errors: errors, open: w.open, clients: w.clients,
+            latencyMicros: latency, slos: sloResults,
+            generator: .init(maxTimerLagMicros: w.maxTimerLagNs / 1000, peakClientLoopCPUPercent: ThresholdEvaluator.rounded(w.peakClientLoopCPUPercent),
+                             peakProcessCPUPercent: ThresholdEvaluator.rounded(w.peakProcessCPUPercent), loops: w.loops, saturated: !invalid.isEmpty),
+            resultsFolder: nil)
+    }
+}

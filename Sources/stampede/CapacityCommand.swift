@@ -1,0 +1,180 @@
+import ArgumentParser
+import Foundation
+import StampedeEngine
+import StampedeReport
+import StampedeScenario
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Capacity: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Find the most load a server holds within its SLOs, and where latency bends (the knee).",
+        discussion: """
+            Runs the scenario in steady steps at one load each (after a warm-up that is not
+            measured): doubling from --from until a step fails, then halving the bracket until it
+            is within --precision, then once more at the answer to confirm it. A step fails on any
+            SLO, on errors or lost messages above their limits, or when fewer messages went out
+            than the schedule asked for (under 99 %). A step where the generator itself was
+            saturated (timers late, client loops at full CPU) is invalid: the search stops and
+            says so instead of reporting a knee.
+
+            Writes results/capacity-<name>-<time>/ with capacity.json (every step, the answer,
+            the knee, why the next step failed), report.html, and each step's own results folder.
+
+            Exit codes: 0 found (or the whole range held), 1 the target could not be reached,
+            2 bad input, 98 the generator was the limit, 99 no load met the SLOs or no answer
+            could be confirmed, 130 interrupted (capacity.json is written, marked partial).
+
+            Examples:
+              stampede serve --port 8765 --max-rate 20000 &
+              stampede capacity scenarios/capacity-chat.yaml --vary message.rate --slo "round_trip p(99) < 50ms"
+              stampede capacity scenarios/hub-broadcast.yaml --vary clients --slo "fanout p(99) < 200ms" --from 100 --to 5000
+            """)
+
+    @Argument(help: "Scenario file (YAML): everything but the varied field stays as written.")
+    var scenario: String
+
+    @Option(help: ArgumentHelp("What to vary: message.rate (messages per second across all clients) or clients (each keeps the scenario's per-client rate).", valueName: "field"))
+    var vary: String
+
+    @Option(help: ArgumentHelp("A service level objective every step must meet, like \"round_trip p(99) < 50ms\" (repeatable; any threshold metric and one condition).", valueName: "slo"))
+    var slo: [String] = []
+
+    @Option(help: "Lowest load tried (default: the scenario's own value).")
+    var from: Double?
+
+    @Option(help: "Highest load tried (default: 1024 × --from, within the field's range).")
+    var to: Double?
+
+    @Option(help: "Stop when the bracket is within this share of the answer: 2%, or 0.02 (0.1% to 50%; default 2%).")
+    var precision: String = "2%"
+
+    @Option(help: "Measured time per step, after the warm-up (1s to 1h; default 30s).")
+    var stepDuration: String = "30s"
+
+    @Option(help: "Unmeasured time at the start of each step's message phase (0 to 1h; default 10s).")
+    var warmup: String = "10s"
+
+    @Option(help: "After a failed step, wait at most this long for the server to recover (probing at --from until the SLOs hold) before the next step; 0 = do not wait (default 60s).")
+    var cooldown: String = "60s"
+
+    @Option(help: "Errors allowed per message sent in a step: 0.1%, or 0.001 (default 0.1%).")
+    var maxErrors: String = "0.1%"
+
+    @Option(help: "Messages lost allowed per message sent in a step (default 0.1%).")
+    var maxLost: String = "0.1%"
+
+    @Option(help: "Client event loops (threads), 1 to 256. Default: one per core.")
+    var loops: Int?
+
+    @Option(help: "Folder to write results into (created if needed).")
+    var results: String = "results"
+
+    @Option(help: "Override the scenario's target (a ws:// URL for chat, http:// for hub and REST).")
+    var target: String?
+
+    @Flag(help: "No progress output.")
+    var quiet = false
+
+    func validate() throws {
+        guard CapacityPlan.Vary(rawValue: vary) != nil else {
+            throw ValidationError("--vary must be message.rate or clients, got '\(vary)'")
+        }
+        guard !slo.isEmpty else { throw ValidationError("--slo: give at least one, like --slo \"round_trip p(99) < 50ms\"") }
+        for s in slo {
+            if case .failure(let p) = ThresholdSpec.parseSLO(s) { throw ValidationError("--slo: \(p)") }
+        }
+        guard let p = Self.ratio(precision), p >= 0.001, p <= 0.5 else { throw ValidationError("--precision must be from 0.1% to 50%, got '\(precision)'") }
+        guard let step = parseDuration(stepDuration), step >= 1, step <= 3600 else {
+            throw ValidationError("--step-duration must be from 1s to 1h (like 30s), got '\(stepDuration)'")
+        }
+        guard let w = parseDuration(warmup), w <= 3600 else { throw ValidationError("--warmup must be from 0 to 1h (like 10s), got '\(warmup)'") }
+        guard let c = parseDuration(cooldown), c <= 3600 else { throw ValidationError("--cooldown must be from 0 to 1h (like 60s), got '\(cooldown)'") }
+        guard let e = Self.ratio(maxErrors), e <= 1 else { throw ValidationError("--max-errors must be a share from 0% to 100%, got '\(maxErrors)'") }
+        guard let l = Self.ratio(maxLost), l <= 1 else { throw ValidationError("--max-lost must be a share from 0% to 100%, got '\(maxLost)'") }
+        if let l = loops, !(1...256).contains(l) { throw ValidationError("--loops must be from 1 to 256, got \(l)") }
+        for (flag, v) in [("--from", from), ("--to", to)] {
+            if let v, !(v.isFinite && v > 0) { throw ValidationError("\(flag) must be a number above 0, got \(v)") }
+        }
+        if let from, let to, to < from { throw ValidationError("--to (\(to)) is below --from (\(from))") }
+    }
+
+    /// "2%" → 0.02, "0.02" → 0.02; nil for anything else.
+    static func ratio(_ text: String) -> Double? {
+        let t = text.trimmingCharacters(in: .whitespaces)
+        let value = t.hasSuffix("%") ? Double(t.dropLast()).map { $0 / 100 } : Double(t)
+        guard let value, value.isFinite, value >= 0 else { return nil }
+        return value
+    }
+
+    func run() throws {
+        let overrides = target.flatMap { ScenarioLoader.Override(flag: "--target", value: $0) }.map { [$0] } ?? []
+        let s: Scenario
+        do { s = try ScenarioLoader.load(path: scenario, overrides: overrides) } catch {
+            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+            throw ExitCode(ExitStatus.badInput)
+        }
+        let plan: CapacityPlan
+        do { plan = try makePlan(s) } catch let e as ValidationError {
+            FileHandle.standardError.write(Data("error: \(e.message)\n".utf8))
+            throw ExitCode(ExitStatus.badInput)
+        }
+        do { try ResultsWriter.checkWritable(resultsRoot: URL(fileURLWithPath: results)) } catch {
+            FileHandle.standardError.write(Data("error: --results: \(error)\n".utf8))
+            throw ExitCode(ExitStatus.badInput)
+        }
+        installSignalHandlers()
+        var options = RunOptions(resultsRoot: URL(fileURLWithPath: results), progress: quiet ? .silent : .lines, interrupt: interrupt)
+        options.stampedeExecutable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+        if let l = loops { options.loops = l }
+        let targetText = s.target == .embedded ? "embedded target" : s.target.description
+        FileHandle.standardError.write(Data(("stampede \(RunEngine.version) capacity: \(s.name) → \(targetText), varying \(plan.vary.rawValue) from "
+            + "\(CapacityRunner.format(plan.from)) to \(CapacityRunner.format(plan.to)) \(plan.unit), steps of \(CapacityRunner.format(plan.warmupSeconds)) s + "
+            + "\(CapacityRunner.format(plan.stepSeconds)) s, \(options.loops) loop(s)\n").utf8))
+        let outcome = CapacityRunner(plan: plan, options: options).run()
+        print("capacity: \(outcome.result.conclusion)")
+        if let knee = outcome.result.knee { print("knee: \(CapacityRunner.format(knee)) \(plan.unit)") }
+        if let e = outcome.writeError { FileHandle.standardError.write(Data("error: could not write results: \(e)\n".utf8)) }
+        if let folder = outcome.folder { print("results: \(relativePath(folder))") }
+        if outcome.exitCode != 0 { throw ExitCode(outcome.exitCode) }
+    }
+
+    /// The plan from the flags and the scenario; what the scenario cannot do is bad input.
+    func makePlan(_ s: Scenario) throws -> CapacityPlan {
+        // validate() has checked every flag; these guards only keep a trap out of reach.
+        guard let vary = CapacityPlan.Vary(rawValue: vary), let precision = Self.ratio(precision), let step = parseDuration(stepDuration),
+              let warmup = parseDuration(warmup), let cooldown = parseDuration(cooldown), let maxErrors = Self.ratio(maxErrors), let maxLost = Self.ratio(maxLost) else {
+            throw ValidationError("a flag's value could not be read")
+        }
+        guard s.events.isEmpty else { throw ValidationError("\(scenario): capacity steps must be steady: remove the scenario's events") }
+        let current: Double
+        let range: ClosedRange<Double>
+        switch vary {
+        case .messageRate:
+            guard s.workload != .rest else { throw ValidationError("--vary message.rate: REST clients poll at their resources' intervals; vary clients instead") }
+            guard s.loadModel == .open else { throw ValidationError("--vary message.rate needs load_model: open (a closed loop sends as fast as replies come)") }
+            current = s.message.ratePerSecond
+            range = 0.001...10_000_000
+        case .clients:
+            current = Double(s.clients)
+            range = 1...1_000_000
+        }
+        let from = self.from ?? (current > 0 ? current : 100)
+        let to = min(self.to ?? from * 1024, range.upperBound)
+        guard range.contains(from) else { throw ValidationError("--from must be within \(range.lowerBound) to \(range.upperBound) for \(vary.rawValue)") }
+        guard range.contains(to), to >= from else { throw ValidationError("--to must be within \(from) to \(range.upperBound) for \(vary.rawValue)") }
+        var slos: [ThresholdSpec] = []
+        for text in slo {
+            switch ThresholdSpec.parseSLO(text) {
+            case .success(let spec): slos.append(spec)
+            case .failure(let p): throw ValidationError("--slo: \(p)")
+            }
+        }
+        var plan = CapacityPlan(
+            scenario: s, vary: vary, sloTexts: slo, slos: slos, from: from, to: to, precision: precision,
+            stepSeconds: step, warmupSeconds: warmup, limits: .init(errorRatio: maxErrors, lostRatio: maxLost, sendRatio: 0.99))
+        plan.cooldownSeconds = cooldown
+        return plan
+    }
+}

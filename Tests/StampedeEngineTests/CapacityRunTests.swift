@@ -1,0 +1,102 @@
+import Foundation
+import StampedeReport
+@testable import StampedeServers
+import Testing
+
+/// `stampede capacity` end to end against `stampede serve --max-rate`, a server whose capacity
+/// is known; and the flags' checks. Only outcomes are asserted, never how long anything took.
+@Suite(.serialized)
+struct CapacityRunTests {
+    static let scenarioText = """
+        name: capacity-test
+        target: ws://127.0.0.1:PORT/chat
+        workload: chat
+        clients: 2
+        duration: 5s
+        message:
+          rate: 1000
+          size: 64
+        drain: 1s
+        """
+
+    func scenarioFile(port: Int, extra: String = "") throws -> (URL, URL) {
+        let folder = temporaryFolder("capacity")
+        let file = folder.appendingPathComponent("capacity.yaml")
+        try (Self.scenarioText.replacingOccurrences(of: "PORT", with: String(port)) + "\n" + extra).write(to: file, atomically: true, encoding: .utf8)
+        return (folder, file)
+    }
+
+    @Test func capacityFindsTheMaxRateOfTheReferenceServerAndWritesEveryStep() throws {
+        let (serve, port) = try startServe(["--max-rate", "1700"])
+        defer { serve.stop() }
+        let (folder, file) = try scenarioFile(port: port)
+        // 1000 passes, 2000 fails, 1500 passes, 1750 fails (its queue grows 50 messages a
+        // second: ~90 ms behind by the window's end), and the bracket is within 25 %: 1500 is confirmed.
+        let r = try runProcess(stampedeBinary.path, ["capacity", file.path, "--vary", "message.rate", "--slo", "round_trip p(99) < 50ms",
+                                                     "--from", "1000", "--to", "4000", "--precision", "25%", "--step-duration", "3s",
+                                                     "--warmup", "1s", "--cooldown", "20s", "--results", folder.path], timeout: 240)
+        #expect(r.status == 0, "\(r.stdout)\n\(r.stderr)")
+        let line = try #require(r.stdout.split(separator: "\n").last { $0.hasPrefix("results: ") })
+        let capacityFolder = URL(fileURLWithPath: String(line.dropFirst("results: ".count)), relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+        let result = try CapacityResult.read(Data(contentsOf: capacityFolder.appendingPathComponent("capacity.json")))
+        #expect(result.verdict == "found", "\(result.conclusion)")
+        let answer = try #require(result.maxSustainable)
+        #expect(answer <= 1700, "above --max-rate the server's queue only grows")
+        #expect(answer >= 1000)
+        #expect(result.steps.first?.load == 1000 && result.steps.last?.stage == "confirm")
+        let failing = try #require(result.steps.first { $0.outcome == "fail" })
+        #expect(failing.reasons.contains { $0.hasPrefix("round_trip p(99) < 50ms: measured") }, "\(failing.reasons)")
+        #expect(result.firstFailing != nil && !result.firstFailingReasons.isEmpty)
+        #expect(result.steps.contains { $0.cooldownSeconds != nil }, "a failed step is followed by a cool-down")
+        for step in result.steps {
+            let stepFolder = try #require(step.resultsFolder)
+            #expect(FileManager.default.fileExists(atPath: capacityFolder.appendingPathComponent(stepFolder).appendingPathComponent("summary.json").path))
+            #expect(step.measuredSeconds > 0 && step.latencyMicros["round_trip"] != nil)
+        }
+        #expect(r.stderr.contains("step 1 (exponential): 1,000 messages/s"))
+        #expect(r.stdout.contains("capacity: holds"))
+    }
+
+    @Test func badCapacityFlagsExitTwoNamingTheFlag() throws {
+        let (_, file) = try scenarioFile(port: 9)
+        let base = ["capacity", file.path]
+        for (args, flag) in [(["--slo", "round_trip p(99) < 50ms"], "--vary"),
+                             (["--vary", "message.size", "--slo", "round_trip p(99) < 50ms"], "--vary"),
+                             (["--vary", "clients"], "--slo"),
+                             (["--vary", "clients", "--slo", "round_trp p(99) < 50ms"], "did you mean 'round_trip'"),
+                             (["--vary", "clients", "--slo", "round_trip p(99) < 50ms", "--precision", "0"], "--precision"),
+                             (["--vary", "clients", "--slo", "round_trip p(99) < 50ms", "--step-duration", "0.5s"], "--step-duration"),
+                             (["--vary", "clients", "--slo", "round_trip p(99) < 50ms", "--from", "10", "--to", "5"], "--to"),
+                             (["--vary", "clients", "--slo", "round_trip p(99) < 50ms", "--max-errors", "x"], "--max-errors")] {
+            let r = try runProcess(stampedeBinary.path, base + args, timeout: 20)
+            #expect(r.status == 2, "\(args): \(r.stderr)")
+            #expect(r.stderr.contains(flag), "\(args): \(r.stderr)")
+        }
+        let (_, closed) = try scenarioFile(port: 9, extra: "load_model: closed")
+        let r = try runProcess(stampedeBinary.path, ["capacity", closed.path, "--vary", "message.rate", "--slo", "round_trip p(99) < 50ms"], timeout: 20)
+        #expect(r.status == 2 && r.stderr.contains("load_model: open"), "\(r.stderr)")
+    }
+
+    @Test func serveMaxRateIsValidated() throws {
+        for args in [["--max-rate", "0"], ["--max-rate", "fast"], ["--hub", "--max-rate", "100"], ["--rest", "--max-rate", "100"]] {
+            let r = try runProcess(stampedeBinary.path, ["serve", "--port", "0", "--max-seconds", "1"] + args, timeout: 20)
+            #expect(r.status == 2, "\(args): \(r.stderr)")
+            #expect(r.stderr.contains("--max-rate"), "\(args): \(r.stderr)")
+        }
+    }
+
+    @Test func aRateLimitSpacesWorkAndKeepsItsOrder() {
+        var line = DelayLine()
+        line.set(maxRate: 1000)  // one per millisecond
+        #expect(line.admit(now: 0) == .now)
+        #expect(line.admit(now: 0) == .at(1_000_000), "the second in the same instant waits its turn")
+        #expect(line.admit(now: 100_000) == .at(2_000_000))
+        // After a quiet spell the next runs at once.
+        var idle = DelayLine()
+        idle.set(maxRate: 1000)
+        _ = idle.admit(now: 0)
+        #expect(idle.admit(now: 5_000_000) == .now)
+        idle.set(maxRate: 0)
+        #expect(!idle.isActive)
+    }
+}

@@ -1,0 +1,193 @@
+import Foundation
+@testable import StampedeEngine
+import StampedeMetrics
+import StampedeReport
+import StampedeScenario
+import Testing
+
+/// The capacity search's logic without a server: a "server" is a function from load to outcome.
+struct CapacitySearchTests {
+    /// Runs the search against `outcome` until it has a verdict (at most 100 steps).
+    func search(_ s: inout CapacitySearch, _ outcome: (Double, Int, CapacitySearch.Stage) -> CapacitySearch.Outcome) {
+        var n = 0
+        while let next = s.next, n < 100 {
+            s.record(outcome(next.load, n, next.stage))
+            n += 1
+        }
+    }
+
+    @Test func doublesUntilAFailureThenHalvesTheBracketToThePrecisionThenConfirms() {
+        var s = CapacitySearch(from: 1000, to: 1_000_000, precision: 0.02, integral: false)
+        search(&s) { load, _, _ in load <= 20_000 ? .pass : .fail }
+        #expect(s.verdict == .found)
+        let answer = s.maxSustainable ?? 0
+        #expect(answer <= 20_000 && answer >= 20_000 * 0.98)
+        #expect(s.steps.prefix(6).map(\.load) == [1000, 2000, 4000, 8000, 16000, 32000])
+        #expect(s.steps.prefix(6).allSatisfy { $0.stage == .exponential })
+        #expect(s.steps.last?.stage == .confirm && s.steps.last?.load == answer)
+        #expect(s.steps.contains { $0.stage == .binary })
+    }
+
+    @Test func aFailedConfirmationLowersTheAnswerInsteadOfReportingIt() {
+        var s = CapacitySearch(from: 1000, to: 100_000, precision: 0.05, integral: false)
+        var confirmations = 0
+        search(&s) { load, _, stage in
+            if stage == .confirm { confirmations += 1; if confirmations == 1 { return .fail } }
+            return load <= 10_000 ? .pass : .fail
+        }
+        #expect(s.verdict == .found)
+        let failedConfirm = s.steps.first { $0.stage == .confirm }!.load
+        #expect(s.maxSustainable! < failedConfirm, "the load that failed its confirmation is not the answer")
+    }
+
+    @Test func anInvalidStepRunsAgainAndAPersistentOneEndsTheSearchAsTheGeneratorsLimit() {
+        var once = CapacitySearch(from: 1000, to: 100_000, precision: 0.05, integral: false)
+        search(&once) { load, n, _ in n == 2 ? .invalid : load <= 10_000 ? .pass : .fail }
+        #expect(once.verdict == .found, "one hiccup of a shared machine does not end the search")
+        #expect(once.steps[2].load == once.steps[3].load)
+
+        var always = CapacitySearch(from: 1000, to: 100_000, precision: 0.05, integral: false)
+        search(&always) { load, _, _ in load >= 4000 ? .invalid : .pass }
+        #expect(always.verdict == .generatorLimited)
+        #expect(always.maxSustainable == nil)
+        #expect(always.generatorLimit == 4000)
+        #expect(always.highestPass == 2000)
+        #expect(always.steps.filter { $0.outcome == .invalid }.count == 3)
+    }
+
+    @Test func theRangeEndsAreVerdictsOfTheirOwn() {
+        var below = CapacitySearch(from: 1000, to: 100_000, precision: 0.05, integral: false)
+        search(&below) { _, _, _ in .fail }
+        #expect(below.verdict == .belowRange && below.maxSustainable == nil && below.steps.count == 1)
+
+        var above = CapacitySearch(from: 1000, to: 5000, precision: 0.05, integral: false)
+        search(&above) { _, _, _ in .pass }
+        #expect(above.verdict == .aboveRange)
+        #expect(above.steps.map(\.load) == [1000, 2000, 4000, 5000], "the last step is the top of the range, not past it")
+        #expect(above.maxSustainable == 5000)
+    }
+
+    @Test func clientCountsStayWholeNumbers() {
+        var s = CapacitySearch(from: 10, to: 10_000, precision: 0.01, integral: true)
+        search(&s) { load, _, _ in load <= 777 ? .pass : .fail }
+        #expect(s.steps.allSatisfy { $0.load == $0.load.rounded() })
+        #expect(s.verdict == .found && s.maxSustainable! <= 777 && s.maxSustainable! >= 769)
+    }
+
+    // MARK: Judging a step
+
+    func report(messageSeconds: ClosedRange<Double>, sent: UInt64, rttMicros: UInt64 = 500, lagNs: UInt64 = 1_000_000,
+                cpu: Double = 40, open: Int = 2) -> IntervalReport {
+        var m = MetricsShard()
+        m.count(.messagesSent, sent)
+        m.count(.messagesDelivered, sent)
+        for _ in 0..<sent { m.histograms[LatencyMetric.roundTrip.rawValue].record(rttMicros) }
+        return IntervalReport(elapsedSeconds: messageSeconds.upperBound, phase: "messages", messagePhaseSeconds: messageSeconds, interval: m,
+                              totals: m, open: open, connecting: 0, reconnecting: 0, clients: 2, timerLagNs: lagNs,
+                              processCPUPercent: cpu, clientLoopCPUPercent: cpu, loops: 2, residentBytes: 0, final: false)
+    }
+
+    var slo: ThresholdSpec {
+        ThresholdSpec(metric: "round_trip", conditions: [ThresholdCondition(statistic: .percentile(99), comparison: .less, limit: 50_000, text: "p(99) < 50ms")])
+    }
+    var limits: CapacityResult.Limits { CapacityResult.Limits(errorRatio: 0.001, lostRatio: 0.001, sendRatio: 0.99) }
+
+    @Test func onlyWholeIntervalsAfterTheWarmUpAreMeasured() {
+        var w = StepWindow(warmupSeconds: 2, endSeconds: 6)
+        w.add(report(messageSeconds: 0.5...1.5, sent: 100, rttMicros: 900_000))   // warm-up: not measured
+        w.add(report(messageSeconds: 1.5...2.5, sent: 100, rttMicros: 900_000))   // straddles the warm-up's end
+        w.add(report(messageSeconds: 2.5...3.5, sent: 100))
+        w.add(report(messageSeconds: 3.5...4.5, sent: 100))
+        w.add(report(messageSeconds: 4.5...5.5, sent: 100))
+        w.add(report(messageSeconds: 5.5...6.5, sent: 100, rttMicros: 900_000))   // runs into the drain
+        let step = StepJudge(slos: [slo], limits: limits).judge(w, number: 1, stage: .exponential, load: 100, intendedRate: 100, runFailure: nil)
+        #expect(step.outcome == "pass", "\(step.reasons)")
+        #expect(step.sent == 300 && step.measuredSeconds == 3 && step.achievedRate == 100)
+        #expect(step.slos.first?.passed == true)
+    }
+
+    @Test func lateTimersMakeAStepInvalidNotFailed() {
+        var w = StepWindow(warmupSeconds: 0, endSeconds: 3)
+        w.add(report(messageSeconds: 0...1, sent: 100, rttMicros: 90_000, lagNs: 25_000_000))
+        let step = StepJudge(slos: [slo], limits: limits).judge(w, number: 1, stage: .binary, load: 100, intendedRate: 100, runFailure: nil)
+        #expect(step.outcome == "invalid")
+        #expect(step.generator.saturated)
+        #expect(step.reasons.first?.contains("timers ran 25 ms late") == true, "\(step.reasons)")
+    }
+
+    @Test func aStepFailsOnItsSLOOnSendingTooLittleAndOnMissingClients() {
+        var slow = StepWindow(warmupSeconds: 0, endSeconds: 3)
+        slow.add(report(messageSeconds: 0...1, sent: 100, rttMicros: 80_000))
+        let a = StepJudge(slos: [slo], limits: limits).judge(slow, number: 1, stage: .binary, load: 100, intendedRate: 100, runFailure: nil)
+        #expect(a.outcome == "fail" && a.reasons == ["round_trip p(99) < 50ms: measured 80ms"])
+
+        var short = StepWindow(warmupSeconds: 0, endSeconds: 3)
+        short.add(report(messageSeconds: 0...1, sent: 900))
+        let b = StepJudge(slos: [slo], limits: limits).judge(short, number: 1, stage: .binary, load: 1000, intendedRate: 1000, runFailure: nil)
+        #expect(b.outcome == "fail" && b.reasons.first?.contains("sent 900/s, under 99% of the intended 1000/s") == true, "\(b.reasons)")
+
+        var missing = StepWindow(warmupSeconds: 0, endSeconds: 3)
+        missing.add(report(messageSeconds: 0...1, sent: 100, open: 1))
+        let c = StepJudge(slos: [slo], limits: limits).judge(missing, number: 1, stage: .binary, load: 100, intendedRate: 100, runFailure: nil)
+        #expect(c.outcome == "fail" && c.reasons == ["1 of 2 clients connected"])
+    }
+
+    // MARK: Conclusions
+
+    func step(_ load: Double, _ outcome: String, p50: UInt64) -> CapacityResult.Step {
+        let latency = RunSummary.Latency(count: 100, min: 1, p50: p50, p90: p50, p99: p50, p99_9: p50, max: p50, mean: Double(p50))
+        let threshold = RunSummary.Threshold(metric: "round_trip", label: nil, condition: "p(99) < 50ms", observed: Double(p50), unit: "us",
+                                             limit: 50_000, observedText: "", passed: outcome == "pass", abortedRun: false)
+        return CapacityResult.Step(number: 1, stage: "binary", load: load, outcome: outcome, reasons: [], measuredSeconds: 10, intendedRate: load,
+                                   achievedRate: load, receivedRate: load, sent: 1, delivered: 1, lost: 0, errors: 0, open: 2, clients: 2,
+                                   latencyMicros: ["round_trip": latency], slos: [threshold],
+                                   generator: .init(maxTimerLagMicros: 0, peakClientLoopCPUPercent: 0, peakProcessCPUPercent: 0, loops: 2, saturated: false),
+                                   resultsFolder: nil)
+    }
+
+    @Test func theKneeIsWhereMediansStayAtTwiceTheLowestOnlyFromThereUp() {
+        let steps = [step(1000, "pass", p50: 100), step(2000, "pass", p50: 260), step(4000, "pass", p50: 110),
+                     step(8000, "pass", p50: 150), step(12000, "pass", p50: 400), step(16000, "fail", p50: 90_000)]
+        #expect(CapacityRunner.knee(steps) == 12000, "the noisy 2000 is not the knee: 4000 and 8000 are back near the floor")
+        #expect(CapacityRunner.knee([step(1000, "pass", p50: 100), step(2000, "pass", p50: 120)]) == nil, "a flat curve has no knee")
+        #expect(CapacityRunner.knee([step(1000, "pass", p50: 100), step(2000, "invalid", p50: 900)]) == nil, "invalid steps do not count")
+    }
+
+    @Test func aGeneratorLimitedSearchSaysSoAndReportsNoKnee() throws {
+        let scenario = Scenario(name: "cap", target: .embedded, clients: 2, connectRate: 100, durationSeconds: 1,
+                                message: MessageSpec(ratePerSecond: 1000, size: 64), loadModel: .open, thinkTimeSeconds: 0, seed: 1,
+                                drainSeconds: 1, connectTimeoutSeconds: 1)
+        let plan = CapacityPlan(scenario: scenario, vary: .messageRate, sloTexts: ["round_trip p(99) < 50ms"], slos: [slo], from: 1000,
+                                to: 64000, precision: 0.02, stepSeconds: 10, warmupSeconds: 2, limits: limits)
+        let runner = CapacityRunner(plan: plan, options: RunOptions(progress: .silent))
+        var search = CapacitySearch(from: 1000, to: 64000, precision: 0.02, integral: false)
+        var result = runner.emptyResult(startedAt: Date())
+        for (load, p50) in [(1000.0, 100 as UInt64), (2000, 150), (4000, 900)] {
+            let outcome = load < 4000 ? "pass" : "invalid"
+            for _ in 0..<(outcome == "invalid" ? 3 : 1) {
+                result.steps.append(step(load, outcome, p50: p50))
+                search.record(outcome == "pass" ? .pass : .invalid)
+            }
+        }
+        runner.conclude(&result, search: search, interrupted: false, unreachable: nil, startedAt: Date())
+        #expect(result.verdict == "generator_limited")
+        #expect(result.knee == nil && result.maxSustainable == nil)
+        #expect(result.heldAtLeast == 2000 && result.generatorLimit == 4000)
+        #expect(result.conclusion.contains("the generator could not drive 4,000 messages/s"))
+        let json = try JSONSerialization.jsonObject(with: try result.jsonData()) as! [String: Any]
+        #expect(json["knee"] is NSNull && json["max_sustainable"] is NSNull, "unknown values are null, not left out")
+        #expect(json["schema"] as? String == "stampede.capacity/1")
+        #expect(try CapacityResult.read(try result.jsonData()) == result)
+    }
+
+    @Test func sloTextsParseOrSayWhatIsWrong() {
+        let ok = try? ThresholdSpec.parseSLO("round_trip p(99) < 50ms").get()
+        #expect(ok?.metric == "round_trip" && ok?.conditions.first?.limit == 50_000)
+        #expect((try? ThresholdSpec.parseSLO("errors rate < 0.1%").get())?.conditions.first?.limit == 0.001)
+        for (bad, says) in [("round_trp p(99) < 50ms", "did you mean 'round_trip'"), ("round_trip", "expected a metric and a condition"),
+                            ("storms.recovery_p99 max < 5s", "end of a run"), ("round_trip p(99) < fast", "expected a duration")] {
+            guard case .failure(let p) = ThresholdSpec.parseSLO(bad) else { Issue.record("\(bad) parsed"); continue }
+            #expect(p.description.contains(says), "\(bad): \(p)")
+        }
+    }
+}
