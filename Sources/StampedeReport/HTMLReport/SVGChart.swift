@@ -52,7 +52,7 @@ struct LineChart {
     var height = 300.0
 
     // Plot area margins.
-    let left = 64.0, right = 16.0, top = 34.0, bottom = 46.0
+    let left = 64.0, right = 30.0, top = 34.0, bottom = 46.0
 
     func transformX(_ x: Double) -> Double? {
         switch xAxis {
