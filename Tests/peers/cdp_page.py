@@ -1,7 +1,7 @@
 """Loads one local page in headless Chromium and reports what it did, over the Chrome DevTools
 Protocol (https://chromedevtools.github.io/devtools-protocol/).
 
-    python cdp_page.py URL [--screenshot FILE.png] [--width 1200] [--timeout 25]
+    python cdp_page.py URL [--screenshot FILE.png] [--width 1200] [--max-height 16000] [--timeout 25]
 
 Starts `chromium --headless --no-sandbox --remote-debugging-port=0` with a throw-away profile,
 reads the port from DevToolsActivePort, attaches to a new tab, enables Runtime, Log, Network and
@@ -31,6 +31,7 @@ def main():
     ap.add_argument("url")
     ap.add_argument("--screenshot")
     ap.add_argument("--width", type=int, default=1200)
+    ap.add_argument("--max-height", type=int, default=16000, help="cut the full-page screenshot at this height")
     ap.add_argument("--timeout", type=float, default=25)
     ap.add_argument("--chromium", default=shutil.which("chromium") or "chromium")
     args = ap.parse_args()
@@ -131,9 +132,10 @@ def drive(endpoint, args, deadline):
         events["dom"] = call("DOM.getOuterHTML", {"nodeId": root}, session)["outerHTML"]
         if args.screenshot:
             size = call("Page.getLayoutMetrics", session=session)["cssContentSize"]
-            height = min(16000, int(size["height"]) + 1)
+            height = max(100, min(args.max_height, int(size["height"]) + 1))
             call("Emulation.setDeviceMetricsOverride", {"width": args.width, "height": height, "deviceScaleFactor": 1, "mobile": False}, session)
-            shot = call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, session)["data"]
+            clip = {"x": 0, "y": 0, "width": args.width, "height": height, "scale": 1}
+            shot = call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True, "clip": clip}, session)["data"]
             import base64
             with open(args.screenshot, "wb") as f:
                 f.write(base64.b64decode(shot))

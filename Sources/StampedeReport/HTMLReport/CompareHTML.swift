@@ -1,4 +1,5 @@
 import Foundation
+import StampedeMetrics
 
 /// Two runs side by side: `stampede compare`'s verdicts and tables, and both runs' latency over
 /// time and percentile spectrum overlaid.
@@ -6,8 +7,9 @@ enum CompareHTML {
     static func page(_ report: CompareReport, baseline b: RunData, current c: RunData) -> String {
         var body: [String] = []
         body.append(HTMLPage.section("headline", "Summary", headline(report, b, c)))
-        body.append(HTMLPage.section("comparison", "Latency: baseline against current", tables(report)))
+        body.append(HTMLPage.section("comparison", "Verdicts", verdicts(report)))
         body.append(HTMLPage.section("overlay", "Latency over time, both runs", overlays(report, b, c)))
+        body.append(HTMLPage.section("tables", "Percentiles, throughput, errors", tables(report)))
         return HTMLPage.document(title: "Stampede compare: \(b.summary.scenario.name) against \(c.summary.scenario.name)",
                                  subtitle: "verdict: \(report.verdict.rawValue)", body: body)
     }
@@ -35,12 +37,15 @@ enum CompareHTML {
         return out
     }
 
-    static func tables(_ r: CompareReport) -> String {
-        var out = HTML.table(["metric", "verdict", "why", "KS D", "Wasserstein (ms)"],
+    static func verdicts(_ r: CompareReport) -> String {
+        HTML.table(["metric", "verdict", "why", "KS D", "Wasserstein (ms)"],
                              r.metrics.map { [$0.metric + ($0.gated ? " (gated)" : ""), $0.verdict.rawValue, $0.reason,
                                               Fmt.trim(String(format: "%.3f", $0.ksD)), Fmt.trim(String(format: "%.3f", $0.wassersteinMs))] },
                              id: "verdicts", numeric: [3, 4]) { r.metrics[$0].verdict == .slower ? "fail" : nil }
-        out += HTML.table(["metric", "percentile", "baseline ms [95% CI]", "current ms [95% CI]", "change"], r.latencyRows(), id: "percentiles", numeric: [2, 3, 4])
+    }
+
+    static func tables(_ r: CompareReport) -> String {
+        var out = HTML.table(["metric", "percentile", "baseline ms [95% CI]", "current ms [95% CI]", "change"], r.latencyRows(), id: "percentiles", numeric: [2, 3, 4])
         out += "<h3>Throughput, errors, accounting</h3>"
         out += HTML.table(["figure", "baseline", "current", "change"],
                           r.figures.map { [$0.name, Fmt.sig($0.baseline), Fmt.sig($0.current), CompareReport.change($0.changePercent)] },
@@ -51,7 +56,9 @@ enum CompareHTML {
 
     static func overlays(_ r: CompareReport, _ b: RunData, _ c: RunData) -> String {
         var out = "<p>Blue: baseline, orange: current. Solid p99, dashed p50, per interval, from each run&#39;s interval log; x is seconds since each run started.</p>"
-        let keys = r.metrics.map(\.metric).filter { b.intervals[$0] != nil && c.intervals[$0] != nil }
+        // Corrected metrics only (their uncorrected twins and connect times are in the tables).
+        let corrected = Set(LatencyMetric.allCases.filter { $0.correction == .corrected }.map(\.key))
+        let keys = r.metrics.map(\.metric).filter { corrected.contains($0) && b.intervals[$0] != nil && c.intervals[$0] != nil }
         for key in keys.prefix(6) {
             var series: [ChartSeries] = []
             for (name, run, color) in [("baseline", b, Palette.baseline), ("current", c, Palette.current)] {
