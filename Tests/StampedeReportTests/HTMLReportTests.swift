@@ -81,6 +81,31 @@ import Testing
         }
     }
 
+    @Test func aLongRunsChartsStayBounded() throws {
+        try withTempDir { root in
+            var r = record()
+            let n = 2000
+            var lines: [String] = []
+            var samples: [IntervalSample] = []
+            for i in 0..<n {
+                var h = makeLatencyHistogram()
+                h.record(UInt64(100 + i % 50))
+                lines.append(HistogramLog.line(HistogramLogInterval(startSeconds: Double(i), lengthSeconds: 1, histogram: h)))
+                samples.append(IntervalSample(elapsedSeconds: Double(i + 1), openConnections: 10, messagesSent: 5, messagesReceived: 5, errors: 0, p50Micros: 100, p99Micros: 150))
+            }
+            r.histogramLogLines[.roundTrip] = lines
+            r.intervals = samples
+            let folder = try ResultsWriter.write(r, resultsRoot: root)
+            let run = try RunData(.folder(folder))
+            #expect(run.intervals["round_trip"]?.count == n)
+            let grouped = run.grouped("round_trip")
+            #expect(grouped.count <= 600 && grouped.reduce(0) { $0 + $1.histogram.totalCount } == UInt64(n))
+            let html = try String(contentsOf: folder.appendingPathComponent("report.html"), encoding: .utf8)
+            #expect(html.utf8.count < 1_000_000, "\(html.utf8.count) bytes")
+            #expect(html.contains("id=\"chart-latency-round_trip\""))
+        }
+    }
+
     @Test func aMissingFolderOrSummaryIsNamed() throws {
         #expect { try HTMLReport.render(folder: URL(fileURLWithPath: "/nonexistent/run-1")) } throws: { "\($0)".contains("/nonexistent/run-1") }
         try withTempDir { root in

@@ -53,6 +53,21 @@ struct RunData {
         }
     }
 
+    /// A metric's intervals, consecutive ones added together (exactly) when there are more than
+    /// `maxPoints`, so a long run's chart stays a few hundred kilobytes: each point is then the
+    /// exact percentile of its group of intervals.
+    func grouped(_ key: String, maxPoints: Int = 600) -> [HistogramLogInterval] {
+        guard let list = intervals[key], list.count > maxPoints, maxPoints > 0 else { return intervals[key] ?? [] }
+        let size = (list.count + maxPoints - 1) / maxPoints
+        return stride(from: 0, to: list.count, by: size).map { start in
+            let group = list[start..<min(list.count, start + size)]
+            var h = makeLatencyHistogram()
+            for i in group { h.add(i.histogram) }
+            let end = group.last.map { $0.startSeconds + $0.lengthSeconds } ?? group[start].startSeconds
+            return HistogramLogInterval(startSeconds: group[start].startSeconds, lengthSeconds: end - group[start].startSeconds, histogram: h)
+        }
+    }
+
     /// The whole run's histogram of a metric: its intervals added (exact).
     func merged(_ key: String) -> LatencyHistogram? {
         guard let list = intervals[key], !list.isEmpty else { return nil }
@@ -73,6 +88,22 @@ struct CSVTable {
         var lines = text.split(whereSeparator: \.isNewline).map(String.init)
         header = lines.isEmpty ? [] : lines.removeFirst().split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         rows = lines.prefix(1_000_000).map { $0.split(separator: ",", omittingEmptySubsequences: false).map { Double($0.trimmingCharacters(in: .whitespaces)) ?? .nan } }
+    }
+
+    /// At most `maxRows` rows: groups of consecutive rows become one, with the last row's
+    /// `levels` columns (gauges, elapsed time) and the sum of the others (per-interval counts).
+    func downsampled(maxRows: Int = 600, levels: Set<String>) -> CSVTable {
+        guard rows.count > maxRows, maxRows > 0 else { return self }
+        let size = (rows.count + maxRows - 1) / maxRows
+        var out = self
+        out.rows = stride(from: 0, to: rows.count, by: size).map { start in
+            let group = rows[start..<min(rows.count, start + size)]
+            return header.indices.map { c in
+                levels.contains(header[c]) ? (group.last.map { c < $0.count ? $0[c] : .nan } ?? .nan)
+                    : group.reduce(0.0) { $0 + (c < $1.count && $1[c].isFinite ? $1[c] : 0) }
+            }
+        }
+        return out
     }
 
     func column(_ name: String) -> [Double]? {

@@ -31,7 +31,7 @@ enum RunCharts {
         for (key, twin) in pairs {
             var series: [ChartSeries] = []
             for (k, dashed) in [(key, false)] + (twin.map { [($0, true)] } ?? []) {
-                let list = run.intervals[k] ?? []
+                let list = run.grouped(k)
                 for p in percentiles {
                     let points = list.map { i -> (x: Double, y: Double) in
                         let h = i.histogram
@@ -88,7 +88,8 @@ enum RunCharts {
 
     /// Messages per second, connections, and errors by class over time, from timeseries.csv.
     static func timeseries(_ run: RunData) -> String {
-        guard let t = run.timeseries, let elapsed = t.column("elapsed_s"), !elapsed.isEmpty else {
+        let levels: Set<String> = ["elapsed_s", "connections_open", "connections_connecting", "connections_reconnecting", "p50_us", "p99_us"]
+        guard let t = run.timeseries?.downsampled(levels: levels), let elapsed = t.column("elapsed_s"), !elapsed.isEmpty else {
             return HTMLPage.section("rates", "Messages, connections and errors over time", "<p>No timeseries.csv in this folder (a merged folder has none).</p>")
         }
         // Counts are per interval; divide by the interval's length for a rate.
