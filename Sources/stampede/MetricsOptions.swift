@@ -33,10 +33,10 @@ struct MetricsOptions: ParsableArguments {
         return SocketAddress(host: host ?? "127.0.0.1", port: port)
     }
 
-    /// Starts the endpoint when asked (prints `metrics: URL` to stderr) and hooks it to the
-    /// run's interval reports; nil without --metrics-port. A listen failure (the port is
-    /// taken, the address is not this machine's) is bad input: exit 2 naming the flag.
-    func start(for scenario: Scenario, options: inout RunOptions) throws -> LiveMetrics? {
+    /// Starts the endpoint when asked (prints `metrics: URL` to stderr); nil without
+    /// --metrics-port. Feed it with `observe(_:labels:)`. A listen failure (the port is taken,
+    /// the address is not this machine's) is bad input: exit 2 naming the flag.
+    func start(for scenario: Scenario) throws -> LiveMetrics? {
         guard let address else { return nil }
         let live: LiveMetrics
         do { live = try LiveMetrics(address: address, scenario: scenario) } catch {
@@ -44,7 +44,6 @@ struct MetricsOptions: ParsableArguments {
             throw ExitCode(ExitStatus.badInput)
         }
         FileHandle.standardError.write(Data("metrics: \(live.endpoint.url)\n".utf8))
-        live.observe(&options)
         return live
     }
 }
@@ -52,15 +51,13 @@ struct MetricsOptions: ParsableArguments {
 /// A run's live metrics: the endpoint and what feeds it.
 ///
 /// For `stampede capacity`, one endpoint for the whole search is what a dashboard wants: each
-/// step's run feeds it through `observe(_:)` with `labels = ["step": "N"]`, so every step is a
-/// series of its own and a step's counters, which start again from zero, are not mistaken for
-/// a reset of the previous step's.
-final class LiveMetrics: @unchecked Sendable {
+/// step's run options get `observe(&options, labels: ["step": "N"])`, so every step is a series
+/// of its own and a step's counters, which start again from zero, are not mistaken for a reset
+/// of the previous step's (docs/metrics.md).
+final class LiveMetrics: Sendable {
     let endpoint: MetricsEndpoint
     let scenarioName: String
     let workload: String
-    /// Extra labels on every sample (a capacity step's `step`); set between runs.
-    var labels: [String: String] = [:]
 
     init(address: SocketAddress, scenario: Scenario) throws {
         scenarioName = scenario.name
@@ -68,10 +65,11 @@ final class LiveMetrics: @unchecked Sendable {
         endpoint = try MetricsEndpoint(address: address, snapshot: LiveSnapshot(scenario: scenario.name, workload: workload))
     }
 
-    /// Feeds the endpoint from `options`' interval reports, after any observer already set.
-    func observe(_ options: inout RunOptions) {
+    /// Feeds the endpoint from `options`' interval reports, after any observer already set;
+    /// `labels` go on every sample (a capacity step's `step`).
+    func observe(_ options: inout RunOptions, labels: [String: String] = [:]) {
         let previous = options.intervalObserver
-        let (name, workload, labels) = (scenarioName, workload, labels)
+        let (name, workload) = (scenarioName, workload)
         options.intervalObserver = { [endpoint] report in
             previous?(report)
             endpoint.update(Self.snapshot(report, scenario: name, workload: workload, labels: labels))

@@ -86,7 +86,8 @@ struct Run: ParsableCommand {
         options.stampedeExecutable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
         if let l = loops { options.loops = l }
         // Up from before the run until its results are written (the engine returns after that).
-        let live = try metrics.start(for: s, options: &options)
+        let live = try metrics.start(for: s)
+        live?.observe(&options)
         defer { live?.stop() }
         let targetText = s.target == .embedded ? "embedded target" : s.target.description
         FileHandle.standardError.write(Data("stampede \(RunEngine.version): \(s.name): \(s.clients) clients → \(targetText), \(options.loops) loop(s)\n".utf8))
