@@ -54,14 +54,15 @@ import Glibc
         let folder = temporaryFolder("live-metrics")
         defer { try? FileManager.default.removeItem(at: folder) }
         // A long message phase, ended by SIGINT once Prometheus has what it needs: no race
-        // between the run's length and Prometheus's start-up on a busy machine.
+        // between the run's length and Prometheus's start-up on a busy machine (the waits
+        // below add up to less than the 300 s phase).
         let run = try BackgroundProcess(stampedeBinary.path, [
-            "run", Self.scenario, "--clients", "20", "--duration", "120", "--quiet", "--loops", "1",
+            "run", Self.scenario, "--clients", "20", "--duration", "300", "--quiet", "--loops", "1",
             "--results", folder.appendingPathComponent("results").path, "--metrics-port", "0",
         ])
         defer { run.stop() }
         var url = ""
-        #expect(eventually(20) {
+        #expect(eventually(45) {
             let err = run.errors.withLock { $0 }
             guard let line = err.split(separator: "\n").first(where: { $0.hasPrefix("metrics: http://127.0.0.1:") }) else { return false }
             url = String(line.dropFirst("metrics: ".count))
@@ -73,7 +74,7 @@ import Glibc
         // promtool (Prometheus 2.x) reads the 0.0.4 text format: ask for it, once the run has
         // measured round trips so the histograms are in it too.
         var text = ""
-        #expect(try eventually(30) {
+        #expect(try eventually(45) {
             text = try fetch(url, ["-H", "Accept: text/plain"])
             return text.contains("stampede_round_trip_seconds_bucket")
         }, "no round-trip histogram at \(url)")
@@ -103,7 +104,7 @@ import Glibc
             "--web.listen-address=127.0.0.1:\(promPort)", "--log.level=warn",
         ])
         defer { prometheus.stop() }
-        let found = try eventually(30) {
+        let found = try eventually(60) {
             try !query(promPort, #"up{job="stampede"} == 1"#).isEmpty
                 && !query(promPort, "stampede_messages_sent_total > 0").isEmpty
                 && !query(promPort, #"stampede_round_trip_seconds_bucket{le="+Inf"} > 0"#).isEmpty
@@ -121,7 +122,7 @@ import Glibc
 
         // Ctrl-C: the run writes its results, then the endpoint closes and the process ends.
         kill(run.process.processIdentifier, SIGINT)
-        #expect(run.wait(timeout: 30) == 130)
+        #expect(run.wait(timeout: 60) == 130)
         #expect(try fetch(url).isEmpty)
     }
 }

@@ -82,6 +82,21 @@ import Testing
         #expect(buckets[3] == h.count(within: 0...1000))
     }
 
+    /// What makes the buckets mergeable: two generators' buckets add up to the buckets of
+    /// their merged histogram, exactly.
+    @Test func bucketsOfTwoHistogramsAddUpToTheBucketsOfTheirSum() {
+        var a = makeLatencyHistogram(), b = makeLatencyHistogram()
+        var rng = SystemRandomNumberGenerator()
+        for i in 0..<4000 {
+            let v = max(1, UInt64(pow(10.0, Double.random(in: 0...8, using: &rng))))
+            _ = i % 3 == 0 ? a.record(v) : b.record(v)
+        }
+        var sum = a
+        sum.add(b)
+        let added = zip(OpenMetricsText.cumulativeBuckets(a), OpenMetricsText.cumulativeBuckets(b)).map { $0 + $1 }
+        #expect(added == OpenMetricsText.cumulativeBuckets(sum))
+    }
+
     @Test func aValueOnABoundCountsInThatBucketAndBeyondTheLastOnlyInInf() {
         var h = makeLatencyHistogram()
         _ = h.record(100)          // exactly 0.0001 s
