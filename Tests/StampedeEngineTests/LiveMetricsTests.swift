@@ -117,6 +117,10 @@ import Glibc
             #expect(value.flatMap(Double.init).map { $0 > 0 && $0 <= 60 } == true, "p99: \(p99)")
             let phase = try query(promPort, "stampede_run_phase == 1")
             #expect(phase.count == 1, "\(phase)")
+            // Metadata only OpenMetrics carries: the scrape was read as OpenMetrics.
+            let metadata = try fetch("http://127.0.0.1:\(promPort)/api/v1/metadata")
+            #expect(metadata.contains(#""stampede_run_phase":[{"type":"stateset""#), "\(metadata.prefix(3000))")
+            #expect(metadata.contains(#""unit":"bytes""#), "\(metadata.prefix(3000))")
         }
         prometheus.stop()
 
