@@ -56,6 +56,9 @@ struct Run: ParsableCommand {
     @Flag(help: "No progress output.")
     var quiet = false
 
+    @OptionGroup(title: "Live metrics")
+    var metrics: MetricsOptions
+
     func validate() throws {
         if let l = loops, !(1...256).contains(l) { throw ValidationError("--loops must be from 1 to 256, got \(l)") }
     }
@@ -82,6 +85,10 @@ struct Run: ParsableCommand {
         var options = RunOptions(resultsRoot: URL(fileURLWithPath: results), progress: style, interrupt: interrupt)
         options.stampedeExecutable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
         if let l = loops { options.loops = l }
+        // Up from before the run until its results are written (the engine returns after that).
+        let live = try metrics.start(for: s)
+        live?.observe(&options)
+        defer { live?.stop() }
         let targetText = s.target == .embedded ? "embedded target" : s.target.description
         FileHandle.standardError.write(Data("stampede \(RunEngine.version): \(s.name): \(s.clients) clients → \(targetText), \(options.loops) loop(s)\n".utf8))
         let outcome: RunOutcome
