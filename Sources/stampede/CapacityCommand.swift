@@ -77,6 +77,9 @@ struct Capacity: ParsableCommand {
     @Flag(help: "No progress output.")
     var quiet = false
 
+    @OptionGroup(title: "Live metrics")
+    var metrics: MetricsOptions
+
     func validate() throws {
         guard CapacityPlan.Vary(rawValue: vary) != nil else {
             throw ValidationError("--vary must be message.rate or clients, got '\(vary)'")
@@ -132,7 +135,12 @@ struct Capacity: ParsableCommand {
         FileHandle.standardError.write(Data(("stampede \(RunEngine.version) capacity: \(s.name) → \(targetText), varying \(plan.vary.rawValue) from "
             + "\(CapacityRunner.format(plan.from)) to \(CapacityRunner.format(plan.to)) \(plan.unit), steps of \(CapacityRunner.format(plan.warmupSeconds)) s + "
             + "\(CapacityRunner.format(plan.stepSeconds)) s, \(options.loops) loop(s)\n").utf8))
-        let outcome = CapacityRunner(plan: plan, options: options).run()
+        // One endpoint for the whole search; every step's series carry its `step` label.
+        let live = try metrics.start(for: s)
+        defer { live?.stop() }
+        let runner = CapacityRunner(plan: plan, options: options)
+        if let live { runner.stepObserver = { step in live.observer(labels: ["step": step]) } }
+        let outcome = runner.run()
         print("capacity: \(outcome.result.conclusion)")
         if let knee = outcome.result.knee { print("knee: \(CapacityRunner.format(knee)) \(plan.unit)") }
         if let e = outcome.writeError { FileHandle.standardError.write(Data("error: could not write results: \(e)\n".utf8)) }

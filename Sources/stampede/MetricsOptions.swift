@@ -69,11 +69,17 @@ final class LiveMetrics: Sendable {
     /// `labels` go on every sample (a capacity step's `step`).
     func observe(_ options: inout RunOptions, labels: [String: String] = [:]) {
         let previous = options.intervalObserver
-        let (name, workload) = (scenarioName, workload)
-        options.intervalObserver = { [endpoint] report in
+        let feed = observer(labels: labels)
+        options.intervalObserver = { report in
             previous?(report)
-            endpoint.update(Self.snapshot(report, scenario: name, workload: workload, labels: labels))
+            feed(report)
         }
+    }
+
+    /// An interval observer that updates the endpoint, `labels` on every sample.
+    func observer(labels: [String: String]) -> @Sendable (IntervalReport) -> Void {
+        let (name, workload) = (scenarioName, workload)
+        return { [endpoint] report in endpoint.update(Self.snapshot(report, scenario: name, workload: workload, labels: labels)) }
     }
 
     static func snapshot(_ r: IntervalReport, scenario: String, workload: String, labels: [String: String]) -> LiveSnapshot {
