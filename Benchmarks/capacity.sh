@@ -6,7 +6,9 @@
 #      within 5 % of RATE; prints the answer, the knee, every step and the wall time;
 #   2. a third-party server (Python `websockets` broadcast, Tests/peers/chat_server.py): capacity's
 #      answer, then a manual sweep with `stampede run` at fixed rates around it (same step length,
-#      same SLO read from each run's round_trip p99), to check that the two agree.
+#      same SLO read from each run's round_trip p99), to check that the two agree;
+#   3. the generator as the limit: one client loop (--loops 1) against the reference server with
+#      no --max-rate: the search must end "generator_limited" and report no knee.
 #
 # Usage: Benchmarks/capacity.sh [RATE] [STEP] [WARMUP]     (defaults 20000, 10s, 5s)
 set -euo pipefail
@@ -86,3 +88,19 @@ print(f'  {float(sys.argv[3])*100:5.0f} % = {int(sys.argv[2]):>7,}/s  sent {d["m
       f'p99 {rt.get("p99", 0)/1000:9.2f} ms  lost {d["messages"]["lost"]}  saturated {d["generator"]["saturated"]}  -> {"pass" if ok else "fail"}')
 PY
 done
+
+echo "== 3. the generator as the limit: --loops 1 against serve with no --max-rate"
+"$B" serve --port 0 --max-seconds 3000 > "$OUT/free.serve" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 100); do grep -q '^listening on ' "$OUT/free.serve" 2> /dev/null && break; sleep 0.1; done
+FREEPORT=$(sed -n 's|^listening on ws://127.0.0.1:\([0-9]*\)/chat|\1|p' "$OUT/free.serve")
+scenario "$FREEPORT" "$OUT/free.yaml"
+START=$(date +%s)
+set +e
+"$B" capacity "$OUT/free.yaml" --vary message.rate --slo "$SLO" --from 8000 --to 512000 --step-duration "$STEP" --warmup "$WARMUP" \
+  --loops 1 --results "$OUT/results" > "$OUT/free.out" 2> "$OUT/free.err"
+echo "  exit status $?"
+set -e
+FOLDER=$(sed -n 's/^results: //p' "$OUT/free.out")
+steps "$FOLDER/capacity.json"
+echo "  capacity run took $(( $(date +%s) - START )) s"
