@@ -5,7 +5,7 @@ import PackageDescription
 // rows), so dependencies point one way; each target declares exactly the modules it imports.
 //   stampede (CLI)
 //   StampedeEngine
-//   StampedeWorkloads, StampedeServers, StampedeReport
+//   StampedeWorkloads, StampedeServers, StampedeReport, StampedeLive (the live metrics endpoint)
 //   StampedeSession (protocol sessions: pure over bytes and a clock)
 //   StampedeLoop, StampedeWire, StampedeMetrics, StampedeScenario
 //   CStampedeLinux, COpenSSL (system library: OpenSSL 3 via pkg-config), CStampedeTLS,
@@ -45,8 +45,9 @@ let package = Package(
         .target(name: "StampedeWorkloads", dependencies: ["StampedeLoop", "StampedeSession", "StampedeWire", "StampedeMetrics", "StampedeScenario", "CStampedeLinux"], swiftSettings: hotPath),
         .target(name: "StampedeServers", dependencies: ["StampedeLoop", "StampedeSession", "StampedeWire", "CStampedeLinux"], swiftSettings: hotPath),
         .target(name: "StampedeReport", dependencies: ["StampedeMetrics", "StampedeScenario", "CZlib"]),
+        .target(name: "StampedeLive", dependencies: ["StampedeMetrics", "StampedeLoop", "StampedeWire"]),
         .target(name: "StampedeEngine", dependencies: ["StampedeWorkloads", "StampedeServers", "StampedeReport", "StampedeScenario", "StampedeMetrics", "StampedeLoop", "StampedeWire", "CStampedeLinux"]),
-        .executableTarget(name: "stampede", dependencies: ["StampedeEngine", "StampedeServers", "StampedeReport", "StampedeScenario", "StampedeLoop", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .executableTarget(name: "stampede", dependencies: ["StampedeEngine", "StampedeServers", "StampedeReport", "StampedeScenario", "StampedeLoop", "StampedeLive", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // Fixture helpers the test targets share (hex, a reference frame encoder, test certificates).
         .target(name: "StampedeTestSupport", path: "Tests/StampedeTestSupport"),
         .testTarget(name: "StampedeWireTests", dependencies: ["StampedeWire", "StampedeTestSupport"]),
@@ -55,6 +56,7 @@ let package = Package(
         .testTarget(name: "StampedeMetricsTests", dependencies: ["StampedeMetrics"]),
         .testTarget(name: "StampedeScenarioTests", dependencies: ["StampedeScenario"]),
         .testTarget(name: "StampedeReportTests", dependencies: ["StampedeReport", "StampedeMetrics", "StampedeScenario"], exclude: ["Fixtures"]),
+        .testTarget(name: "StampedeLiveTests", dependencies: ["StampedeLive", "StampedeMetrics", "StampedeLoop"], exclude: ["Fixtures"]),
         .testTarget(name: "StampedeEngineTests", dependencies: ["StampedeEngine", "StampedeWorkloads", "StampedeServers", "StampedeReport", "StampedeLoop", "StampedeScenario", "StampedeMetrics", "StampedeTestSupport"]),
     ]
 )

@@ -5,11 +5,15 @@
 # library: .hlog files). With `--tests` also: curl (tests reach `stampede serve --rest` over
 # https with it), nginx (the TLS interop tests start their own nginx on loopback ports of their
 # own, each with its own config), and HdrHistogram's Java library with a headless JRE (the .hlog
-# interop tests run its HistogramLogProcessor).
+# interop tests run its HistogramLogProcessor), and prometheus (promtool checks the live metrics
+# endpoint's output, and the live-metrics test starts its own Prometheus server on a loopback
+# port with its own config and data folder; the package's own services are not started, see
+# policy-rc.d below), and chromium (the HTML report's browser test and scripts/screenshots.sh
+# render report.html in headless Chromium).
 # Usage: scripts/ensure-packages.sh [--tests]
 set -euo pipefail
 packages=(libssl-dev pkg-config openssl libjemalloc-dev zlib1g-dev)
-[ "${1:-}" != --tests ] || packages+=(curl nginx libhdrhistogram-java default-jre-headless chromium)
+[ "${1:-}" != --tests ] || packages+=(curl nginx libhdrhistogram-java default-jre-headless prometheus chromium)
 need=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" > /dev/null 2>&1 || need+=("$p")
@@ -29,4 +33,10 @@ if [ ${#need[@]} -gt 0 ]; then
   { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" > /dev/null; } || status=$?
   [ -z "$made_policy" ] || $SUDO rm -f "$policy"
   [ $status = 0 ] || exit $status
+  # The prometheus package enables its server (port 9090) and, by recommendation, the node
+  # exporter (9100) on every interface for the next boot: the tests start their own Prometheus
+  # and need neither, so they are disabled and stopped where systemd runs.
+  if [[ " ${need[*]} " == *" prometheus "* ]] && command -v systemctl > /dev/null && [ -d /run/systemd/system ]; then
+    $SUDO systemctl disable --now prometheus prometheus-node-exporter > /dev/null 2>&1 || true
+  fi
 fi

@@ -16,8 +16,8 @@ struct Capacity: ParsableCommand {
             is within --precision, then once more at the answer to confirm it. A step fails on any
             SLO, on errors or lost messages above their limits, or when fewer messages went out
             than the schedule asked for (under 99 %). A step where the generator itself was
-            saturated (timers late, client loops at full CPU) is invalid: the search stops and
-            says so instead of reporting a knee.
+            saturated (timers late, client loops at full CPU) is invalid and runs again; invalid
+            three times, the search stops and says so instead of reporting a knee.
 
             Writes results/capacity-<name>-<time>/ with capacity.json (every step, the answer,
             the knee, why the next step failed), report.html, and each step's own results folder.
@@ -65,17 +65,14 @@ struct Capacity: ParsableCommand {
     @Option(help: "Messages lost allowed per message sent in a step (default 0.1%).")
     var maxLost: String = "0.1%"
 
-    @Option(help: "Client event loops (threads), 1 to 256. Default: one per core.")
-    var loops: Int?
-
-    @Option(help: "Folder to write results into (created if needed).")
-    var results: String = "results"
-
-    @Option(help: "Override the scenario's target (a ws:// URL for chat, http:// for hub and REST).")
-    var target: String?
+    @OptionGroup
+    var load: LoadOptions
 
     @Flag(help: "No progress output.")
     var quiet = false
+
+    @OptionGroup(title: "Live metrics")
+    var metrics: MetricsOptions
 
     func validate() throws {
         guard CapacityPlan.Vary(rawValue: vary) != nil else {
@@ -93,7 +90,6 @@ struct Capacity: ParsableCommand {
         guard let c = parseDuration(cooldown), c <= 3600 else { throw ValidationError("--cooldown must be from 0 to 1h (like 60s), got '\(cooldown)'") }
         guard let e = Self.ratio(maxErrors), e <= 1 else { throw ValidationError("--max-errors must be a share from 0% to 100%, got '\(maxErrors)'") }
         guard let l = Self.ratio(maxLost), l <= 1 else { throw ValidationError("--max-lost must be a share from 0% to 100%, got '\(maxLost)'") }
-        if let l = loops, !(1...256).contains(l) { throw ValidationError("--loops must be from 1 to 256, got \(l)") }
         for (flag, v) in [("--from", from), ("--to", to)] {
             if let v, !(v.isFinite && v > 0) { throw ValidationError("\(flag) must be a number above 0, got \(v)") }
         }
@@ -109,7 +105,7 @@ struct Capacity: ParsableCommand {
     }
 
     func run() throws {
-        let overrides = target.flatMap { ScenarioLoader.Override(flag: "--target", value: $0) }.map { [$0] } ?? []
+        let overrides = load.target.flatMap { ScenarioLoader.Override(flag: "--target", value: $0) }.map { [$0] } ?? []
         let s: Scenario
         do { s = try ScenarioLoader.load(path: scenario, overrides: overrides) } catch {
             FileHandle.standardError.write(Data("error: \(error)\n".utf8))
@@ -120,19 +116,18 @@ struct Capacity: ParsableCommand {
             FileHandle.standardError.write(Data("error: \(e.message)\n".utf8))
             throw ExitCode(ExitStatus.badInput)
         }
-        do { try ResultsWriter.checkWritable(resultsRoot: URL(fileURLWithPath: results)) } catch {
-            FileHandle.standardError.write(Data("error: --results: \(error)\n".utf8))
-            throw ExitCode(ExitStatus.badInput)
-        }
+        let options = try load.runOptions(progress: quiet ? .silent : .lines)
         installSignalHandlers()
-        var options = RunOptions(resultsRoot: URL(fileURLWithPath: results), progress: quiet ? .silent : .lines, interrupt: interrupt)
-        options.stampedeExecutable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
-        if let l = loops { options.loops = l }
         let targetText = s.target == .embedded ? "embedded target" : s.target.description
         FileHandle.standardError.write(Data(("stampede \(RunEngine.version) capacity: \(s.name) → \(targetText), varying \(plan.vary.rawValue) from "
             + "\(CapacityRunner.format(plan.from)) to \(CapacityRunner.format(plan.to)) \(plan.unit), steps of \(CapacityRunner.format(plan.warmupSeconds)) s + "
             + "\(CapacityRunner.format(plan.stepSeconds)) s, \(options.loops) loop(s)\n").utf8))
-        let outcome = CapacityRunner(plan: plan, options: options).run()
+        // One endpoint for the whole search; every step's series carry its `step` label.
+        let live = try metrics.start(for: s)
+        defer { live?.stop() }
+        let runner = CapacityRunner(plan: plan, options: options)
+        if let live { runner.stepObserver = { step in live.observer(labels: ["step": step]) } }
+        let outcome = runner.run()
         print("capacity: \(outcome.result.conclusion)")
         if let knee = outcome.result.knee { print("knee: \(CapacityRunner.format(knee)) \(plan.unit)") }
         if let e = outcome.writeError { FileHandle.standardError.write(Data("error: could not write results: \(e)\n".utf8)) }

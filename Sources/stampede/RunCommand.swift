@@ -35,14 +35,8 @@ struct Run: ParsableCommand {
     @Argument(help: "Scenario file (YAML).")
     var scenario: String
 
-    @Option(help: "Client event loops (threads), 1 to 256. Default: one per core.")
-    var loops: Int?
-
-    @Option(help: "Folder to write results into (created if needed; checked before the run starts).")
-    var results: String = "results"
-
-    @Option(help: "Override the scenario's target ('embedded', or a ws:// URL for chat, http:// for hub and REST).")
-    var target: String?
+    @OptionGroup
+    var load: LoadOptions
 
     @Option(help: "Override the number of clients (1 to 1,000,000).")
     var clients: String?
@@ -56,13 +50,12 @@ struct Run: ParsableCommand {
     @Flag(help: "No progress output.")
     var quiet = false
 
-    func validate() throws {
-        if let l = loops, !(1...256).contains(l) { throw ValidationError("--loops must be from 1 to 256, got \(l)") }
-    }
+    @OptionGroup(title: "Live metrics")
+    var metrics: MetricsOptions
 
     /// The flags that replace scenario fields, checked by the loader exactly as those fields are.
     var overrides: [ScenarioLoader.Override] {
-        [("--target", target), ("--clients", clients), ("--duration", duration)].compactMap { flag, value in
+        [("--target", load.target), ("--clients", clients), ("--duration", duration)].compactMap { flag, value in
             value.flatMap { ScenarioLoader.Override(flag: flag, value: $0) }
         }
     }
@@ -73,15 +66,13 @@ struct Run: ParsableCommand {
             FileHandle.standardError.write(Data("error: \(error)\n".utf8))
             throw ExitCode(ExitStatus.badInput)
         }
-        do { try ResultsWriter.checkWritable(resultsRoot: URL(fileURLWithPath: results)) } catch {
-            FileHandle.standardError.write(Data("error: --results: \(error)\n".utf8))
-            throw ExitCode(ExitStatus.badInput)
-        }
-        installSignalHandlers()
         let style: RunOptions.ProgressStyle = quiet ? .silent : (plain || isatty(STDERR_FILENO) == 0) ? .lines : .terminal
-        var options = RunOptions(resultsRoot: URL(fileURLWithPath: results), progress: style, interrupt: interrupt)
-        options.stampedeExecutable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
-        if let l = loops { options.loops = l }
+        var options = try load.runOptions(progress: style)
+        installSignalHandlers()
+        // Up from before the run until its results are written (the engine returns after that).
+        let live = try metrics.start(for: s)
+        live?.observe(&options)
+        defer { live?.stop() }
         let targetText = s.target == .embedded ? "embedded target" : s.target.description
         FileHandle.standardError.write(Data("stampede \(RunEngine.version): \(s.name): \(s.clients) clients → \(targetText), \(options.loops) loop(s)\n".utf8))
         let outcome: RunOutcome

@@ -34,7 +34,8 @@ struct CapacityRunTests {
         // second: ~90 ms behind by the window's end), and the bracket is within 25 %: 1500 is confirmed.
         let r = try runProcess(stampedeBinary.path, ["capacity", file.path, "--vary", "message.rate", "--slo", "round_trip p(99) < 50ms",
                                                      "--from", "1000", "--to", "4000", "--precision", "25%", "--step-duration", "3s",
-                                                     "--warmup", "1s", "--cooldown", "20s", "--results", folder.path], timeout: 240)
+                                                     "--warmup", "1s", "--cooldown", "20s", "--results", folder.path,
+                                                     "--metrics-port", "0"], timeout: 240)
         #expect(r.status == 0, "\(r.stdout)\n\(r.stderr)")
         let line = try #require(r.stdout.split(separator: "\n").last { $0.hasPrefix("results: ") })
         let capacityFolder = URL(fileURLWithPath: String(line.dropFirst("results: ".count)), relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
@@ -55,6 +56,7 @@ struct CapacityRunTests {
         }
         #expect(r.stderr.contains("step 1 (exponential): 1,000 messages/s"))
         #expect(r.stdout.contains("capacity: holds"))
+        #expect(r.stderr.contains("metrics: http://127.0.0.1:"), "one live endpoint for the whole search")
     }
 
     @Test func badCapacityFlagsExitTwoNamingTheFlag() throws {

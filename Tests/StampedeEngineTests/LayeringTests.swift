@@ -12,7 +12,7 @@ import Testing
         ["CStampedeLinux", "COpenSSL", "CStampedeTLS", "CZlib"],
         ["StampedeLoop", "StampedeWire", "StampedeMetrics", "StampedeScenario"],
         ["StampedeSession"],
-        ["StampedeWorkloads", "StampedeServers", "StampedeReport"],
+        ["StampedeWorkloads", "StampedeServers", "StampedeReport", "StampedeLive"],
         ["StampedeEngine"],
         ["stampede"],
     ]

@@ -36,7 +36,9 @@ extension CapacityRunner {
         if interrupted || search.verdict == nil {
             r.verdict = "interrupted"
             r.partial = true
-            r.conclusion = "interrupted after \(r.steps.count) step(s); the server held at least \(f(search.highestPass)), and \(f(search.lowestFail)) failed\(why)"
+            r.conclusion = "interrupted after \(r.steps.count) step(s)"
+                + (search.highestPass.map { "; the server held at least \(f($0))" } ?? "")
+                + (search.lowestFail.map { "; \(f($0)) failed\(why)" } ?? "")
             return
         }
         r.partial = false

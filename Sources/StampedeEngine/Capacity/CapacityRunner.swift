@@ -73,6 +73,9 @@ public final class CapacityRunner {
     let plan: CapacityPlan
     let options: RunOptions
     let progress: ProgressPrinter
+    /// Live outputs per step (the metrics endpoint with a `step` label): given the step's folder
+    /// name, an observer of that step's intervals. Probes during a cool-down are steps too.
+    public var stepObserver: (@Sendable (String) -> @Sendable (IntervalReport) -> Void)? = nil
 
     /// `options` as for `RunEngine`: its results root is where the capacity folder goes; its
     /// interval observer (live metrics) sees every step's intervals.
@@ -162,7 +165,7 @@ public final class CapacityRunner {
         stepOptions.resultsRoot = folder
         stepOptions.resultsFolderName = folderName ?? String(format: "step-%02d-%@-%@", number, stage.rawValue, Self.format(load).replacingOccurrences(of: ",", with: ""))
         stepOptions.progress = .silent
-        let live = options.intervalObserver
+        let live = stepObserver?(stepOptions.resultsFolderName ?? String(number)) ?? options.intervalObserver
         stepOptions.intervalObserver = { report in
             window.withLock { $0.add(report) }
             live?(report)

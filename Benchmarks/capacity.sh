@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# `stampede capacity` against servers whose limit is known or measured by hand, in one sitting
+# (this machine is shared and noisy). Everything on 127.0.0.1, every run bounded in time.
+#
+#   1. the reference server with a known capacity (`serve --max-rate RATE`): the answer must be
+#      within 5 % of RATE; prints the answer, the knee, every step and the wall time;
+#   2. a third-party server (Python `websockets` broadcast, Tests/peers/chat_server.py): capacity's
+#      answer, then a manual sweep with `stampede run` at fixed rates around it (same step length,
+#      same SLO read from each run's round_trip p99), to check that the two agree;
+#   3. the generator as the limit: one client loop (--loops 1) against the reference server with
+#      no --max-rate: the search must end "generator_limited" and report no knee.
+#
+# Usage: Benchmarks/capacity.sh [RATE] [STEP] [WARMUP]     (defaults 20000, 10s, 5s)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RATE=${1:-20000}
+STEP=${2:-10s}
+WARMUP=${3:-5s}
+SLO="round_trip p(99) < 50ms"
+swift build -c release --product stampede > /dev/null
+B=$PWD/.build/release/stampede
+PY=$(bash Tests/peers/ensure-venv.sh websockets | tail -1)
+OUT=$(mktemp -d)
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2> /dev/null || true; done; rm -rf "$OUT"; }
+trap cleanup EXIT
+
+scenario() {  # $1: port, $2: file
+  sed "s|target: .*|target: ws://127.0.0.1:$1/chat|" scenarios/capacity-chat.yaml > "$2"
+}
+field() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, {'d': d}))" "$1" "$2"; }
+steps() {
+  python3 - "$1" << 'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for s in d["steps"]:
+    rt = s["latency_us"].get("round_trip", {})
+    print(f'  step {s["number"]:2} {s["stage"]:11} {s["load"]:>9,.0f}/s  {s["outcome"]:7}  sent {s["achieved_rate"]:>9,.0f}/s  '
+          f'p50 {rt.get("p50", 0)/1000:8.2f} ms  p99 {rt.get("p99", 0)/1000:9.2f} ms  lag {s["generator"]["max_timer_lag_us"]/1000:5.1f} ms'
+          + (f'  cool-down {s["cooldown_seconds"]:.1f} s' if s["cooldown_seconds"] else ''))
+print(f'  verdict {d["verdict"]}: {d["conclusion"]}')
+print(f'  knee {d["knee"]}  wall {d["wall_seconds"]:.0f} s')
+PY
+}
+
+echo "== 1. reference server, serve --max-rate $RATE (steps of $WARMUP warm-up + $STEP)"
+"$B" serve --port 0 --max-rate "$RATE" --max-seconds 3000 > "$OUT/ref.serve" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 100); do grep -q '^listening on ' "$OUT/ref.serve" 2> /dev/null && break; sleep 0.1; done
+PORT=$(sed -n 's|^listening on ws://127.0.0.1:\([0-9]*\)/chat|\1|p' "$OUT/ref.serve")
+scenario "$PORT" "$OUT/ref.yaml"
+START=$(date +%s)
+"$B" capacity "$OUT/ref.yaml" --vary message.rate --slo "$SLO" --from 2000 --to 64000 --step-duration "$STEP" --warmup "$WARMUP" \
+  --results "$OUT/results" > "$OUT/ref.out" 2> "$OUT/ref.err" || true
+FOLDER=$(sed -n 's/^results: //p' "$OUT/ref.out")
+steps "$FOLDER/capacity.json"
+ANSWER=$(field "$FOLDER/capacity.json" "d['max_sustainable']")
+python3 -c "a=$ANSWER if '$ANSWER' != 'None' else 0; print(f'  answer {a:,.0f} vs --max-rate {$RATE:,}: {100*(a-$RATE)/$RATE:+.1f} % ' + ('(within 5 %)' if abs(a-$RATE) <= 0.05*$RATE else '(OUTSIDE 5 %)'))"
+echo "  capacity run took $(( $(date +%s) - START )) s"
+
+echo "== 2. Python websockets broadcast server (Tests/peers/chat_server.py --fanout broadcast)"
+"$PY" Tests/peers/chat_server.py --port 0 --fanout broadcast --max-seconds 3000 > "$OUT/py.serve" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 200); do grep -q '^LISTENING ' "$OUT/py.serve" 2> /dev/null && break; sleep 0.1; done
+PYPORT=$(sed -n 's/^LISTENING \([0-9]*\)/\1/p' "$OUT/py.serve")
+scenario "$PYPORT" "$OUT/py.yaml"
+START=$(date +%s)
+"$B" capacity "$OUT/py.yaml" --vary message.rate --slo "$SLO" --from 1000 --to 64000 --step-duration "$STEP" --warmup "$WARMUP" \
+  --results "$OUT/results" > "$OUT/py.out" 2> "$OUT/py.err" || true
+FOLDER=$(sed -n 's/^results: //p' "$OUT/py.out")
+steps "$FOLDER/capacity.json"
+echo "  capacity run took $(( $(date +%s) - START )) s"
+PYANSWER=$(field "$FOLDER/capacity.json" "d['max_sustainable'] or d['held_at_least'] or 0")
+
+echo "== 2b. manual sweep against the same server: stampede run at fixed rates, $WARMUP + $STEP each, p99 over the whole message phase"
+DUR=$(python3 -c "import re; f=lambda t: float(re.sub('s$','',t)); print(f'{f(\"$WARMUP\")+f(\"$STEP\"):g}s')")
+for share in 0.70 0.85 0.95 1.05 1.15 1.30; do
+  R=$(python3 -c "print(round($PYANSWER * $share))")
+  [ "$R" -gt 0 ] || continue
+  sed "s/^  rate: .*/  rate: $R/" "$OUT/py.yaml" > "$OUT/sweep.yaml"
+  "$B" run "$OUT/sweep.yaml" --duration "$DUR" --quiet --results "$OUT/results" > "$OUT/sweep.out" 2>&1 || true
+  S=$(sed -n 's/^results: //p' "$OUT/sweep.out")
+  python3 - "$S/summary.json" "$R" "$share" << 'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); rt = d["latency_us"].get("round_trip", {})
+ok = rt.get("p99", 10**12) < 50000 and d["messages"]["lost"] == 0 and not d["generator"]["saturated"]
+print(f'  {float(sys.argv[3])*100:5.0f} % = {int(sys.argv[2]):>7,}/s  sent {d["messages"]["throughput_per_s"]["sent"]:>9,.0f}/s  '
+      f'p99 {rt.get("p99", 0)/1000:9.2f} ms  lost {d["messages"]["lost"]}  saturated {d["generator"]["saturated"]}  -> {"pass" if ok else "fail"}')
+PY
+done
+
+echo "== 3. the generator as the limit: --loops 1 against serve with no --max-rate"
+"$B" serve --port 0 --max-seconds 3000 > "$OUT/free.serve" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 100); do grep -q '^listening on ' "$OUT/free.serve" 2> /dev/null && break; sleep 0.1; done
+FREEPORT=$(sed -n 's|^listening on ws://127.0.0.1:\([0-9]*\)/chat|\1|p' "$OUT/free.serve")
+scenario "$FREEPORT" "$OUT/free.yaml"
+START=$(date +%s)
+set +e
+"$B" capacity "$OUT/free.yaml" --vary message.rate --slo "$SLO" --from 8000 --to 512000 --step-duration "$STEP" --warmup "$WARMUP" \
+  --loops 1 --results "$OUT/results" > "$OUT/free.out" 2> "$OUT/free.err"
+echo "  exit status $?"
+set -e
+FOLDER=$(sed -n 's/^results: //p' "$OUT/free.out")
+steps "$FOLDER/capacity.json"
+echo "  capacity run took $(( $(date +%s) - START )) s"
