@@ -84,7 +84,7 @@ import Testing
     @Test func aLongRunsChartsStayBounded() throws {
         try withTempDir { root in
             var r = record()
-            let n = 2000
+            let n = 700
             var lines: [String] = []
             var samples: [IntervalSample] = []
             for i in 0..<n {
