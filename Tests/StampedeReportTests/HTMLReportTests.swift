@@ -97,9 +97,10 @@ import Testing
             r.intervals = samples
             let folder = try ResultsWriter.write(r, resultsRoot: root)
             let run = try RunData(.folder(folder))
-            #expect(run.intervals["round_trip"]?.count == n)
-            let grouped = run.grouped("round_trip")
-            #expect(grouped.count <= 600 && grouped.reduce(0) { $0 + $1.histogram.totalCount } == UInt64(n))
+            let grouped = try #require(run.intervals["round_trip"])
+            #expect(grouped.count <= RunData.maxPoints && grouped.reduce(0) { $0 + $1.count } == UInt64(n))
+            #expect(run.totals["round_trip"]?.totalCount == UInt64(n))
+            #expect(grouped.first?.start == 0 && grouped.last?.end == Double(n))
             let html = try String(contentsOf: folder.appendingPathComponent("report.html"), encoding: .utf8)
             #expect(html.utf8.count < 1_000_000, "\(html.utf8.count) bytes")
             #expect(html.contains("id=\"chart-latency-round_trip\""))

@@ -62,10 +62,10 @@ enum CompareHTML {
         for key in keys.prefix(6) {
             var series: [ChartSeries] = []
             for (name, run, color) in [("baseline", b, Palette.baseline), ("current", c, Palette.current)] {
-                let list = run.grouped(key)
+                let list = run.intervals[key] ?? []
                 for (p, dashed) in [(99.0, false), (50.0, true)] {
                     series.append(ChartSeries(name: "\(name) \(Fmt.percentileLabel(p))", color: color, points: list.map { i in
-                        (i.startSeconds + i.lengthSeconds, i.histogram.totalCount == 0 ? .nan : Double(i.histogram.valueAtPercentile(p)) / 1000)
+                        (i.end, i.value(p) / 1000)
                     }, dashed: dashed))
                 }
             }

@@ -20,13 +20,40 @@ struct ReportFiles {
     func path(_ name: String) -> String { (location as NSString).appendingPathComponent(name) }
 }
 
+/// One interval (or a group of consecutive intervals) of a latency metric, reduced to the figures
+/// the charts draw: its exact percentiles (µs) and where it lies (seconds since the run started).
+struct IntervalFigures {
+    var start: Double
+    var end: Double
+    var count: UInt64
+    /// p50, p90, p99 and max.
+    var p50: UInt64, p90: UInt64, p99: UInt64, max: UInt64
+
+    init(start: Double, end: Double, histogram h: LatencyHistogram) {
+        self.start = start; self.end = end; count = h.totalCount
+        p50 = h.valueAtPercentile(50); p90 = h.valueAtPercentile(90); p99 = h.valueAtPercentile(99); max = h.maxRecorded
+    }
+
+    func value(_ percentile: Double) -> Double {
+        guard count > 0 else { return .nan }
+        let v: UInt64 = percentile >= 100 ? max : percentile >= 99 ? p99 : percentile >= 90 ? p90 : p50
+        return Double(v)
+    }
+}
+
 /// One run's results as the report needs them: summary.json, the interval logs, timeseries.csv
 /// and the storm curves. Only summary.json is required; a missing or malformed optional file
 /// leaves its chart out with a note.
+///
+/// An interval log is read one line at a time and never held whole: each histogram is 1 µs to
+/// 1 h at 3 digits (about 190 KB of counts), so an hour-long run's 3,600 intervals of six
+/// metrics would take 4 GB. Consecutive intervals are added into at most `maxPoints` groups.
 struct RunData {
+    static let maxPoints = 600
     var summary: RunSummary
-    /// Interval histograms per latency metric key, from `<metric>.hlog`.
-    var intervals: [String: [HistogramLogInterval]] = [:]
+    /// Per latency metric key, from `<metric>.hlog`: its intervals (grouped) and their sum.
+    var intervals: [String: [IntervalFigures]] = [:]
+    var totals: [String: LatencyHistogram] = [:]
     var timeseries: CSVTable?
     var stormCurves: [Int: CSVTable] = [:]
     /// What could not be read, for the report's notes.
@@ -42,7 +69,9 @@ struct RunData {
         for key in summary.latencyMicros.keys.sorted() {
             guard let d = files.read(key + ".hlog") else { continue }
             do {
-                intervals[key] = try HistogramLog.parse(String(decoding: d, as: UTF8.self)).intervals
+                let (figures, total) = try Self.readLog(String(decoding: d, as: UTF8.self))
+                if !figures.isEmpty { intervals[key] = figures }
+                if total.totalCount > 0 { totals[key] = total }
             } catch {
                 notes.append("\(key).hlog: \(error)")
             }
@@ -53,28 +82,42 @@ struct RunData {
         }
     }
 
-    /// A metric's intervals, consecutive ones added together (exactly) when there are more than
-    /// `maxPoints`, so a long run's chart stays a few hundred kilobytes: each point is then the
-    /// exact percentile of its group of intervals.
-    func grouped(_ key: String, maxPoints: Int = 600) -> [HistogramLogInterval] {
-        guard let list = intervals[key], list.count > maxPoints, maxPoints > 0 else { return intervals[key] ?? [] }
-        let size = (list.count + maxPoints - 1) / maxPoints
-        return stride(from: 0, to: list.count, by: size).map { start in
-            let group = list[start..<min(list.count, start + size)]
-            var h = makeLatencyHistogram()
-            for i in group { h.add(i.histogram) }
-            let end = group.last.map { $0.startSeconds + $0.lengthSeconds } ?? group[start].startSeconds
-            return HistogramLogInterval(startSeconds: group[start].startSeconds, lengthSeconds: end - group[start].startSeconds, histogram: h)
+    /// An .hlog file's intervals, in at most `maxPoints` groups of consecutive ones, and their
+    /// sum. Each data line is parsed by `HistogramLog.parse` with the file's header before it,
+    /// so its start is placed as the whole file's reader would (our files all have StartTime).
+    static func readLog(_ text: String, maxPoints: Int = maxPoints) throws(HistogramLogError) -> ([IntervalFigures], LatencyHistogram) {
+        var header = ""
+        var data: [Substring] = []
+        for line in text.split(whereSeparator: \.isNewline) {
+            if line.hasPrefix("#") || line.hasPrefix("\"") { if data.isEmpty { header += line + "\n" } } else if !line.hasPrefix("Tag=") { data.append(line) }
         }
+        let size = Swift.max(1, (data.count + maxPoints - 1) / Swift.max(1, maxPoints))
+        var figures: [IntervalFigures] = []
+        var total = makeLatencyHistogram()
+        var group = makeLatencyHistogram()
+        var groupStart = 0.0, groupEnd = 0.0, inGroup = 0
+        for line in data {
+            for i in try HistogramLog.parse(header + line).intervals {
+                if inGroup == 0 { groupStart = i.startSeconds; group.reset() }
+                group.add(i.histogram)
+                groupEnd = i.startSeconds + i.lengthSeconds
+                inGroup += 1
+            }
+            if inGroup >= size {
+                figures.append(IntervalFigures(start: groupStart, end: groupEnd, histogram: group))
+                total.add(group)
+                inGroup = 0
+            }
+        }
+        if inGroup > 0 {
+            figures.append(IntervalFigures(start: groupStart, end: groupEnd, histogram: group))
+            total.add(group)
+        }
+        return (figures, total)
     }
 
     /// The whole run's histogram of a metric: its intervals added (exact).
-    func merged(_ key: String) -> LatencyHistogram? {
-        guard let list = intervals[key], !list.isEmpty else { return nil }
-        var total = makeLatencyHistogram()
-        for i in list { total.add(i.histogram) }
-        return total.totalCount > 0 ? total : nil
-    }
+    func merged(_ key: String) -> LatencyHistogram? { totals[key] }
 }
 
 /// A CSV file with a header row and numeric cells (timeseries.csv, storm-N.csv). Columns are

@@ -31,13 +31,9 @@ enum RunCharts {
         for (key, twin) in pairs {
             var series: [ChartSeries] = []
             for (k, dashed) in [(key, false)] + (twin.map { [($0, true)] } ?? []) {
-                let list = run.grouped(k)
+                let list = run.intervals[k] ?? []
                 for p in percentiles {
-                    let points = list.map { i -> (x: Double, y: Double) in
-                        let h = i.histogram
-                        let v = h.totalCount == 0 ? Double.nan : Double(p.value >= 100 ? h.maxRecorded : h.valueAtPercentile(p.value)) / 1000
-                        return (i.startSeconds + i.lengthSeconds, v)
-                    }
+                    let points = list.map { i -> (x: Double, y: Double) in (i.end, i.value(p.value) / 1000) }
                     series.append(ChartSeries(name: "\(p.name)\(dashed ? " uncorrected" : "")", color: p.color, points: points, dashed: dashed))
                 }
             }
