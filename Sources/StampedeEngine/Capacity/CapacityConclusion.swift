@@ -53,7 +53,7 @@ extension CapacityRunner {
         case .unconfirmed:
             r.conclusion = "no answer could be confirmed (each confirmation failed again: the server's capacity varies more than --precision); it held \(f(search.highestPass)) once"
         case .generatorLimited:
-            let reason = r.steps.last { $0.outcome == "invalid" }?.reasons.first.map { " (\($0))" } ?? ""
+            let reason = r.steps.last { $0.outcome == "invalid" && $0.load == search.generatorLimit }?.reasons.first.map { " (\($0))" } ?? ""
             r.conclusion = "the generator could not drive \(f(search.generatorLimit))\(reason), so no knee is reported; the server held at least \(f(search.highestPass)). "
                 + "Give the generator more cores (--loops) or more processes, or move the server to another host."
         }
