@@ -44,6 +44,8 @@ struct CapacityRunTests {
         let answer = try #require(result.maxSustainable)
         #expect(answer <= 1700, "above --max-rate the server's queue only grows")
         #expect(answer >= 1000)
+        let report = try String(contentsOf: capacityFolder.appendingPathComponent("report.html"), encoding: .utf8)
+        #expect(report.contains("<svg") && report.contains("capacity-test"))
         #expect(result.steps.first?.load == 1000 && result.steps.last?.stage == "confirm")
         let failing = try #require(result.steps.first { $0.outcome == "fail" })
         #expect(failing.reasons.contains { $0.hasPrefix("round_trip p(99) < 50ms: measured") }, "\(failing.reasons)")

@@ -124,6 +124,8 @@ public final class CapacityRunner {
         }
         conclude(&result, search: search, interrupted: interrupted, unreachable: unreachable, startedAt: startedAt)
         writeError = write(result, to: folder!) ?? writeError
+        // The load–latency curve and the steps, for people (after capacity.json, which it reads).
+        if let problem = HTMLReport.write(into: folder!) { writeError = writeError ?? problem }
         progress.finish()
         let exit: Int32
         if interrupted { exit = RunExitStatus.interrupted }

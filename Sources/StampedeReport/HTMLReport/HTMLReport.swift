@@ -52,6 +52,18 @@ public enum HTMLReport {
         }
     }
 
+    /// Renders `folder`'s report (`render(folder:)`) and writes it there as report.html; nil when
+    /// written, else the reason. Does not throw: a report must never cost a run its results.
+    public static func write(into folder: URL) -> String? {
+        do {
+            let html = try render(folder: folder)
+            try AtomicFile.write(Data(html.utf8), to: folder.appendingPathComponent(fileName))
+            return nil
+        } catch {
+            return "\(fileName) not written: \(error)"
+        }
+    }
+
     static func renderRun(_ files: ReportFiles) throws(HTMLReportError) -> String {
         let run = try RunData(files)
         let s = run.summary
