@@ -17,7 +17,8 @@ struct Capacity: ParsableCommand {
             SLO, on errors or lost messages above their limits, or when fewer messages went out
             than the schedule asked for (under 99 %). A step where the generator itself was
             saturated (timers late, client loops at full CPU) is invalid and runs again; invalid
-            three times, the search stops and says so instead of reporting a knee.
+            twice, it is the generator's ceiling and the search goes on below it. If the server
+            holds everything up to that ceiling, the search says so instead of reporting a knee.
 
             Writes results/capacity-<name>-<time>/ with capacity.json (every step, the answer,
             the knee, why the next step failed), report.html, and each step's own results folder.

@@ -5,8 +5,9 @@
 ///
 /// Pure: it proposes the next load and is told how that step went, so it is tested without any
 /// server or clock. A step the generator could not drive (`invalid`) is run again (a shared
-/// machine's hiccup passes); invalid again and again, it ends the search: nothing at or above
-/// that load says anything about the server.
+/// machine's hiccup passes); invalid again, its load is the generator's ceiling: nothing at or
+/// above it says anything about the server, so the search goes on below it. If the server holds
+/// everything up to the ceiling, the verdict is the generator's limit, not the server's.
 public struct CapacitySearch: Sendable {
     public enum Stage: String, Sendable { case exponential, binary, confirm }
     public enum Outcome: String, Sendable { case pass, fail, invalid }
@@ -34,7 +35,7 @@ public struct CapacitySearch: Sendable {
     /// The load the next step runs (nil once there is a verdict).
     public private(set) var next: (load: Double, stage: Stage)?
 
-    public init(from: Double, to: Double, precision: Double, integral: Bool, maxConfirmFailures: Int = 2, maxInvalidRetries: Int = 2) {
+    public init(from: Double, to: Double, precision: Double, integral: Bool, maxConfirmFailures: Int = 2, maxInvalidRetries: Int = 1) {
         self.from = from; self.to = max(from, to); self.precision = precision; self.integral = integral
         self.maxConfirmFailures = maxConfirmFailures; self.maxInvalidRetries = maxInvalidRetries
         next = (from, .exponential)
@@ -42,13 +43,20 @@ public struct CapacitySearch: Sendable {
 
     /// The lowest load that failed (nil: none yet).
     public var lowestFail: Double? { steps.filter { $0.outcome == .fail }.map(\.load).min() }
-    /// The highest load that passed below the lowest failure (nil: none).
+    /// The lowest load the generator could not drive, invalid on every try (nil: none).
+    public private(set) var generatorLimit: Double?
+    /// The top of the bracket: the lowest failure or the generator's ceiling, whichever is lower.
+    var top: Double? {
+        switch (lowestFail, generatorLimit) {
+        case let (f?, g?): min(f, g)
+        case let (f, g): f ?? g
+        }
+    }
+    /// The highest load that passed below the bracket's top (nil: none).
     public var highestPass: Double? {
-        let ceiling = lowestFail ?? .infinity
+        let ceiling = top ?? .infinity
         return steps.filter { $0.outcome == .pass && $0.load < ceiling }.map(\.load).max()
     }
-    /// The load the generator could not drive (invalid every time), once the search ended there.
-    public var generatorLimit: Double? { verdict == .generatorLimited ? steps.last?.load : nil }
 
     /// Records how the step at `next` went and works out the one after it (or the verdict).
     public mutating func record(_ outcome: Outcome) {
@@ -56,8 +64,12 @@ public struct CapacitySearch: Sendable {
         steps.append((current.load, current.stage, outcome))
         if outcome == .invalid {
             invalidRetries += 1
-            if invalidRetries > maxInvalidRetries { return finish(.generatorLimited) }
-            return  // `next` stays: the same load again
+            if invalidRetries <= maxInvalidRetries { return }  // `next` stays: the same load again
+            invalidRetries = 0
+            generatorLimit = min(generatorLimit ?? .infinity, current.load)
+            if highestPass == nil { return finish(.generatorLimited) }
+            stage = .binary
+            return proposeWithinBracket()
         }
         invalidRetries = 0
         switch current.stage {
@@ -81,12 +93,14 @@ public struct CapacitySearch: Sendable {
         }
     }
 
-    /// Halves the bracket, or confirms its lower end once it is narrow enough.
+    /// Halves the bracket, or confirms its lower end once it is narrow enough (or, when the
+    /// bracket's top is the generator's ceiling and no failure lies below it, ends there).
     private mutating func proposeWithinBracket() {
-        guard let lo = highestPass, let hi = lowestFail else { return finish(.belowRange) }
+        guard let lo = highestPass, let hi = top else { return finish(.belowRange) }
         let mid = rounded((lo + hi) / 2)
         if hi - lo <= precision * lo || mid <= lo || mid >= hi {
-            next = (lo, .confirm)
+            let serverFailedBelowCeiling = lowestFail.map { $0 <= (generatorLimit ?? .infinity) } ?? false
+            if serverFailedBelowCeiling { next = (lo, .confirm) } else { finish(.generatorLimited) }
         } else {
             next = (mid, .binary)
         }

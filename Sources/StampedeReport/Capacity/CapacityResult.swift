@@ -45,7 +45,7 @@ public struct CapacityResult: Codable, Sendable, Equatable {
     /// The highest load that passed when no answer could be confirmed (a generator limit, a
     /// failed confirmation): the server held at least this much. Nil when nothing passed.
     public var heldAtLeast: Double?
-    /// The first load the generator could not drive (its steps are "invalid"); nil when none.
+    /// The lowest load the generator could not drive (its step invalid twice); nil when none.
     public var generatorLimit: Double?
     /// The lowest failing load above `max_sustainable` and why it failed.
     public var firstFailing: Double?
