@@ -6,21 +6,23 @@ struct Report: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write the self-contained HTML report of a results folder, or of two runs compared.",
         discussion: """
-            One folder (a run's, a merge's or a capacity run's): its report, written to
-            <folder>/report.html unless -o says otherwise (every run already writes one there;
-            this renders it again, e.g. after an upgrade). Two folders: the baseline and the
-            current run side by side with `stampede compare`'s verdicts and both runs' latency
-            overlaid; -o is required then (neither folder is the obvious home for it).
+            One folder (a run's, a merge's or a capacity run's): its report,
+            written to <folder>/report.html unless -o says otherwise. Every run
+            already writes one there; this renders it again. Two folders: the
+            baseline and the current run side by side, with `stampede compare`'s
+            verdicts and both runs' latency overlaid; -o is required then.
 
-            The page has inline SVG charts and CSS only: no script, and nothing is loaded from
-            a network, so it opens offline and in CI artifact viewers.
+            The page has inline SVG charts and CSS only: no script, and nothing
+            is loaded from a network, so it opens offline and in CI artifact
+            viewers.
 
-            Exit codes: 0 written; 1 the file could not be written; 2 a folder is missing or is
-            not a results folder (the message names it), or bad flags.
+            Exit codes: 0 written; 1 the file could not be written; 2 a folder
+            is missing or not a results folder (the message names it), or bad
+            flags.
 
             Examples:
               stampede report results/chat-1k-20260101T000000Z
-              stampede report results/base-20260101T000000Z results/pr-20260101T001000Z -o compare.html
+              stampede report results/base-… results/pr-… -o compare.html
             """)
     @Argument(help: "One results folder, or two (baseline, current).") var folders: [String]
     @Option(name: .short, help: ArgumentHelp("The HTML file to write (default: <folder>/report.html for one folder; required for two).", valueName: "file"))

@@ -40,6 +40,7 @@ import Testing
         let written = try RunSummary.decode(from: Data(contentsOf: out.appendingPathComponent("summary.json")))
         #expect(written == merged)
         #expect(Set(try FileManager.default.contentsOfDirectory(atPath: out.path)) == Set(merged.files + ["summary.json"]))
+        #expect(merged.files.contains("report.html"), "a merged folder has its report too")
     }
 
     /// Thresholds judged on the merge: totals, and a latency window from the merged per-second

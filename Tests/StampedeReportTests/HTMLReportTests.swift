@@ -107,6 +107,21 @@ import Testing
         }
     }
 
+    @Test func aReportThatCannotBeMadeIsAWarningNotAnError() throws {
+        try withTempDir { root in
+            // No summary.json among the files: the writer gets a reason back, nothing is thrown.
+            let problem = HTMLReport.write(files: ["timeseries.csv": Data("elapsed_s\n".utf8)], folder: root)
+            #expect(problem?.contains("summary.json") == true)
+            #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent("report.html").path))
+            // A malformed interval log costs only its charts, with a note.
+            let folder = try ResultsWriter.write(record(), resultsRoot: root)
+            try Data("#[StartTime: 1 (seconds since epoch)]\n0.000,1.000,1.000,HISTFAAAnotbase64\n".utf8).write(to: folder.appendingPathComponent("round_trip.hlog"))
+            let html = try HTMLReport.render(folder: folder)
+            #expect(html.contains("id=\"notes\"") && html.contains("round_trip.hlog: line 2"))
+            try expectSafe(html)
+        }
+    }
+
     @Test func aMissingFolderOrSummaryIsNamed() throws {
         #expect { try HTMLReport.render(folder: URL(fileURLWithPath: "/nonexistent/run-1")) } throws: { "\($0)".contains("/nonexistent/run-1") }
         try withTempDir { root in

@@ -35,6 +35,9 @@ def main():
     ap.add_argument("--timeout", type=float, default=25)
     ap.add_argument("--chromium", default=shutil.which("chromium") or "chromium")
     args = ap.parse_args()
+    # Local files only: the page under test must not be fetched from anywhere.
+    if not args.url.startswith("file:///"):
+        ap.error("URL must be a file:/// URL")
     deadline = time.monotonic() + args.timeout
 
     # The test runner stops us with SIGTERM on its timeout: unwind so `finally` kills Chromium.

@@ -79,12 +79,12 @@ enum CapacityHTML {
         if let g = r.generatorLimit { vertical.append(ChartRule(value: g, label: "generator limit \(Fmt.num(g))", color: Palette.invalid)) }
         var out = "<p>One point per step (● pass, ✕ fail, □ invalid: the generator was saturated). Dashed lines: the SLO limit, the knee and the maximum sustainable load.</p>"
         out += LineChart(id: "chart-capacity", title: "SLO latency by load", xLabel: "load (\(r.unit))", yLabel: "latency (ms)", xAxis: axis,
-                         series: series, markers: markers, horizontalRules: rules, verticalRules: vertical, xFormat: { Fmt.num($0) }).html()
+                         series: series, markers: markers, horizontalRules: rules, verticalRules: vertical, xFormat: Fmt.tick).html()
         out += LineChart(id: "chart-capacity-rates", title: "Achieved rates by load", xLabel: "load (\(r.unit))", yLabel: "messages/s", xAxis: axis,
                          series: [ChartSeries(name: "intended", color: "#888888", points: ordered.map { ($0.load, $0.intendedRate) }, dashed: true),
                                   ChartSeries(name: "achieved (sent)", color: Palette.p50, points: ordered.map { ($0.load, $0.achievedRate) }, dots: true),
                                   ChartSeries(name: "received", color: Palette.p99, points: ordered.map { ($0.load, $0.receivedRate) }, dots: true)],
-                         verticalRules: vertical, xFormat: { Fmt.num($0) }, yFormat: { Fmt.num($0) }).html()
+                         verticalRules: vertical, xFormat: Fmt.tick, yFormat: Fmt.tick).html()
         return out
     }
 

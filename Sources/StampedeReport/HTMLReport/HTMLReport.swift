@@ -70,7 +70,9 @@ public enum HTMLReport {
         var body = [RunHeadline.html(run), RunCharts.latencyOverTime(run), RunCharts.spectrum(run), RunCharts.timeseries(run)]
         body.append(HTMLPage.section("errors", "Errors and generator", RunHeadline.errorsAndGenerator(s)))
         body.append(RunCharts.storms(run))
-        if !run.notes.isEmpty { body.append(HTMLPage.section("notes", "Notes", HTML.table(["file", "problem"], run.notes.map { [$0, ""] }))) }
+        if !run.notes.isEmpty {
+            body.append(HTMLPage.section("notes", "Files that could not be read", "<ul>" + run.notes.map { "<li>\(HTML.escape($0))</li>" }.joined() + "</ul>"))
+        }
         let verdict = s.fatalError != nil ? "failed" : s.partial ? "partial" : (s.thresholds?.allSatisfy(\.passed) == false ? "thresholds failed" : "complete")
         return HTMLPage.document(title: "Stampede run: \(s.scenario.name)",
                                  subtitle: "\(s.scenario.workload) against \(s.scenario.target), \(s.environment.startedAt), \(verdict)",

@@ -106,6 +106,9 @@ enum Fmt {
         return t
     }
 
+    /// An axis tick: whole numbers with thousands separators, others with 3 significant digits.
+    static func tick(_ x: Double) -> String { x.isFinite && x == x.rounded() && abs(x) < 1e15 ? num(x) : sig(x) }
+
     /// Microseconds for people: "812 µs", "1.23 ms", "45.6 ms", "1.23 s".
     static func micros(_ us: Double) -> String {
         guard us.isFinite else { return "–" }

@@ -50,6 +50,9 @@ struct IntervalFigures {
 /// metrics would take 4 GB. Consecutive intervals are added into at most `maxPoints` groups.
 struct RunData {
     static let maxPoints = 600
+    /// The metrics drawn over time: those of the message phase. Connect-phase times (TCP, TLS,
+    /// upgrade, negotiate, handshake) are in the tables only; their logs are not read.
+    static let charted = Set(LatencyMetric.allCases.filter { $0.correction != .notApplicable || $0 == .pingRoundTrip || $0 == .staleness }.map(\.key))
     var summary: RunSummary
     /// Per latency metric key, from `<metric>.hlog`: its intervals (grouped) and their sum.
     var intervals: [String: [IntervalFigures]] = [:]
@@ -66,7 +69,7 @@ struct RunData {
         do { summary = try RunSummary.decode(from: data) } catch {
             throw HTMLReportError("\(files.path(ResultsWriter.summaryFileName)): not a Stampede summary.json (\(error))")
         }
-        for key in summary.latencyMicros.keys.sorted() {
+        for key in summary.latencyMicros.keys.sorted() where Self.charted.contains(key) {
             guard let d = files.read(key + ".hlog") else { continue }
             do {
                 let (figures, total) = try Self.readLog(String(decoding: d, as: UTF8.self))

@@ -101,12 +101,12 @@ enum RunCharts {
         var out = LineChart(id: "chart-messages", title: "Messages per second", xLabel: "seconds since the run started", yLabel: "messages/s",
                             series: [ChartSeries(name: "sent", color: Palette.p50, points: rate("messages_sent")),
                                      ChartSeries(name: "received (echoes + broadcasts)", color: Palette.p99, points: rate("messages_received"))],
-                            yFormat: { Fmt.num($0) }).html()
+                            yFormat: Fmt.tick).html()
         out += LineChart(id: "chart-connections", title: "Connections", xLabel: "seconds since the run started", yLabel: "clients",
                          series: [ChartSeries(name: "open", color: Palette.p90, points: level("connections_open")),
                                   ChartSeries(name: "connecting", color: Palette.p50, points: level("connections_connecting")),
                                   ChartSeries(name: "reconnecting", color: Palette.max, points: level("connections_reconnecting"))],
-                         yFormat: { Fmt.num($0) }).html()
+                         yFormat: Fmt.tick).html()
         var errorSeries = [ChartSeries(name: "all errors", color: "#333333", points: rate("errors"))]
         let classes = t.header.filter { $0.hasPrefix("errors_") }.filter { (t.column($0) ?? []).contains { $0 > 0 } }
         for (i, c) in classes.prefix(9).enumerated() {
@@ -137,7 +137,7 @@ enum RunCharts {
                              xLabel: "ms after the event", yLabel: "clients",
                              series: [series("attempts", "attempts", Palette.p99), series("successes", "successes", Palette.p50),
                                       series("recovered so far", "recovered_total", Palette.p90)],
-                             yFormat: { Fmt.num($0) }).html()
+                             yFormat: Fmt.tick).html()
         }
         return HTMLPage.section("storms", "Storms and recovery", out)
     }

@@ -46,8 +46,8 @@ struct LineChart {
     var markers: [ChartMarker] = []
     var horizontalRules: [ChartRule] = []
     var verticalRules: [ChartRule] = []
-    var xFormat: (Double) -> String = Fmt.sig
-    var yFormat: (Double) -> String = Fmt.sig
+    var xFormat: (Double) -> String = Fmt.tick
+    var yFormat: (Double) -> String = Fmt.tick
     var width = 880.0
     var height = 300.0
 
@@ -78,11 +78,13 @@ struct LineChart {
         }
         let yMin = min(0, ys.min() ?? 0)
         let (yTicks, yLo, yHi) = Self.niceTicks(yMin, yMax == yMin ? yMin + 1 : yMax)
-        var (xLo, xHi) = (x0, x1 == x0 ? x0 + 1 : x1)
+        // One x value only (a single step): centre it in a range ±10 % around it.
+        let pad = x1 == x0 ? Swift.max(1, abs(x0) * 0.1) : 0
+        var (xLo, xHi) = (x0 - (xAxis == .linear ? pad : 0), x1 + (xAxis == .linear ? pad : (x1 == x0 ? 1 : 0)))
         var xTicks: [(Double, String)]
         switch xAxis {
         case .linear:
-            let t = Self.niceTicks(x0, xHi)
+            let t = Self.niceTicks(xLo, xHi)
             xLo = t.lo; xHi = t.hi
             xTicks = t.ticks.map { ($0, xFormat($0)) }
         case .log10:
