@@ -77,12 +77,13 @@ START=$(date +%s)
 FOLDER=$(sed -n 's/^results: //p' "$OUT/py.out")
 steps "$FOLDER/capacity.json"
 echo "  capacity run took $(( $(date +%s) - START )) s"
-PYANSWER=$(field "$FOLDER/capacity.json" "d['max_sustainable'] or d['held_at_least'] or 0")
+# The sweep is centred on the answer, or on the lowest failing load when none was confirmed.
+PYANSWER=$(field "$FOLDER/capacity.json" "d['max_sustainable'] or d['first_failing'] or d['held_at_least'] or 0")
 
 echo "== 2b. manual sweep against the same server: stampede run at fixed rates, $WARMUP + $STEP each, twice each;"
 echo "   judged as capacity judges a step: the SLO over the window after the warm-up (a windowed threshold)"
 DUR=$(python3 -c "import re; f=lambda t: float(re.sub('s$','',t)); print(f'{f(\"$WARMUP\")+f(\"$STEP\"):g}s')")
-for share in 0.80 0.90 0.95 1.00 1.05 1.10 1.20 1.30; do
+for share in 0.80 0.90 0.95 1.00 1.05 1.10 1.20; do
   R=$(python3 -c "print(round($PYANSWER * $share))")
   [ "$R" -gt 0 ] || continue
   sed "s/^  rate: .*/  rate: $R/" "$OUT/py.yaml" > "$OUT/sweep.yaml"

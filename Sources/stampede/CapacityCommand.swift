@@ -57,6 +57,9 @@ struct Capacity: ParsableCommand {
     @Option(help: "Unmeasured time at the start of each step's message phase (0 to 1h; default 10s).")
     var warmup: String = "10s"
 
+    @Option(help: "Passing runs the answer needs in the confirmation stage, 1 to 10 (default 1; 3 for a server whose latency is noisy near its limit).")
+    var confirmations: Int = 1
+
     @Option(help: "After a failed step, wait at most this long for the server to recover (probing at --from until the SLOs hold) before the next step; 0 = do not wait (default 60s).")
     var cooldown: String = "60s"
 
@@ -88,6 +91,7 @@ struct Capacity: ParsableCommand {
             throw ValidationError("--step-duration must be from 1s to 1h (like 30s), got '\(stepDuration)'")
         }
         guard let w = parseDuration(warmup), w <= 3600 else { throw ValidationError("--warmup must be from 0 to 1h (like 10s), got '\(warmup)'") }
+        guard (1...10).contains(confirmations) else { throw ValidationError("--confirmations must be from 1 to 10, got \(confirmations)") }
         guard let c = parseDuration(cooldown), c <= 3600 else { throw ValidationError("--cooldown must be from 0 to 1h (like 60s), got '\(cooldown)'") }
         guard let e = Self.ratio(maxErrors), e <= 1 else { throw ValidationError("--max-errors must be a share from 0% to 100%, got '\(maxErrors)'") }
         guard let l = Self.ratio(maxLost), l <= 1 else { throw ValidationError("--max-lost must be a share from 0% to 100%, got '\(maxLost)'") }
@@ -171,6 +175,7 @@ struct Capacity: ParsableCommand {
             scenario: s, vary: vary, sloTexts: slo, slos: slos, from: from, to: to, precision: precision,
             stepSeconds: step, warmupSeconds: warmup, limits: .init(errorRatio: maxErrors, lostRatio: maxLost, sendRatio: 0.99))
         plan.cooldownSeconds = cooldown
+        plan.confirmations = confirmations
         return plan
     }
 }

@@ -40,6 +40,20 @@ struct CapacitySearchTests {
         #expect(s.maxSustainable! < failedConfirm, "the load that failed its confirmation is not the answer")
     }
 
+    @Test func severalConfirmationsMustAllPassAndANoisyFailureLowersTheAnswer() {
+        var s = CapacitySearch(from: 1000, to: 100_000, precision: 0.05, integral: false, confirmations: 3)
+        var confirmRuns = 0
+        search(&s) { load, _, stage in
+            if stage == .confirm { confirmRuns += 1; if confirmRuns == 2 { return .fail } }  // the second of three fails
+            return load <= 10_000 ? .pass : .fail
+        }
+        #expect(s.verdict == .found)
+        let confirms = s.steps.filter { $0.stage == .confirm }
+        #expect(confirms.count >= 4, "two at the first answer, then three passes at a lower one")
+        #expect(confirms.suffix(3).allSatisfy { $0.outcome == .pass && $0.load == s.maxSustainable })
+        #expect(s.maxSustainable! < confirms[0].load)
+    }
+
     @Test func anInvalidStepRunsAgainAndAPersistentOneIsTheGeneratorsCeiling() {
         var once = CapacitySearch(from: 1000, to: 100_000, precision: 0.05, integral: false)
         search(&once) { load, n, _ in n == 2 ? .invalid : load <= 10_000 ? .pass : .fail }

@@ -51,7 +51,12 @@ extension CapacityRunner {
         case .belowRange:
             r.conclusion = "the lowest load, \(f(plan.from)), already failed\(why): lower --from"
         case .unconfirmed:
-            r.conclusion = "no answer could be confirmed (each confirmation failed again: the server's capacity varies more than --precision); it held \(f(search.highestPass)) once"
+            // The loads that both passed and failed: where the server's capacity wanders.
+            let passedAbove = r.steps.filter { $0.outcome == "pass" && $0.load >= (search.lowestFail ?? .infinity) }.map(\.load).max()
+            let range = passedAbove.map { "between \(f(search.lowestFail)) and \(f($0)) the server passed and failed by turns" }
+                ?? "each confirmation failed again"
+            r.conclusion = "no answer could be confirmed: \(range) (its capacity varies more than --precision \(ThresholdMeasure.trimmed(plan.precision * 100))%); "
+                + "the highest load below that which passed is \(f(search.highestPass))"
         case .generatorLimited:
             let reason = r.steps.last { $0.outcome == "invalid" && $0.load == search.generatorLimit }?.reasons.first.map { " (\($0))" } ?? ""
             r.conclusion = "the generator could not drive \(f(search.generatorLimit))\(reason), so no knee is reported; the server held at least \(f(search.highestPass)). "

@@ -25,6 +25,8 @@ public struct CapacityPlan: Sendable {
     /// After a step that failed, the longest wait for the server to recover before the next
     /// step (probing at `from` until the SLOs hold again); 0 turns the wait off.
     public var cooldownSeconds: Double = 60
+    /// Passing runs the answer needs before it is reported (`--confirmations`).
+    public var confirmations = 1
 
     public init(scenario: Scenario, vary: Vary, sloTexts: [String], slos: [ThresholdSpec], from: Double, to: Double, precision: Double,
                 stepSeconds: Double, warmupSeconds: Double, limits: CapacityResult.Limits) {
@@ -87,7 +89,8 @@ public final class CapacityRunner {
 
     public func run() -> CapacityOutcome {
         let startedAt = Date()
-        var search = CapacitySearch(from: plan.from, to: plan.to, precision: plan.precision, integral: plan.vary == .clients)
+        var search = CapacitySearch(from: plan.from, to: plan.to, precision: plan.precision, integral: plan.vary == .clients,
+                                    confirmations: plan.confirmations)
         var result = emptyResult(startedAt: startedAt)
         var folder: URL?
         do {

@@ -21,6 +21,9 @@ public struct CapacitySearch: Sendable {
     public let precision: Double
     /// Confirmations that may fail (each lowers the answer) before the search gives up.
     public let maxConfirmFailures: Int
+    /// Passing runs the answer needs in the confirmation stage (a noisy server needs several).
+    public let confirmations: Int
+    private var confirmPasses = 0
     /// Whole numbers only (a client count).
     public let integral: Bool
     /// Times an invalid step is run again before the generator is taken to be the limit.
@@ -35,8 +38,10 @@ public struct CapacitySearch: Sendable {
     /// The load the next step runs (nil once there is a verdict).
     public private(set) var next: (load: Double, stage: Stage)?
 
-    public init(from: Double, to: Double, precision: Double, integral: Bool, maxConfirmFailures: Int = 2, maxInvalidRetries: Int = 1) {
+    public init(from: Double, to: Double, precision: Double, integral: Bool, confirmations: Int = 1, maxConfirmFailures: Int = 2,
+                maxInvalidRetries: Int = 1) {
         self.from = from; self.to = max(from, to); self.precision = precision; self.integral = integral
+        self.confirmations = max(1, confirmations)
         self.maxConfirmFailures = maxConfirmFailures; self.maxInvalidRetries = maxInvalidRetries
         next = (from, .exponential)
     }
@@ -85,7 +90,12 @@ public struct CapacitySearch: Sendable {
         case .binary:
             proposeWithinBracket()
         case .confirm:
-            if outcome == .pass { return finish(.found) }
+            if outcome == .pass {
+                confirmPasses += 1
+                if confirmPasses >= confirmations { return finish(.found) }
+                return  // `next` stays: the answer once more
+            }
+            confirmPasses = 0
             confirmFailures += 1
             if confirmFailures > maxConfirmFailures { return finish(.unconfirmed) }
             if highestPass == nil { return finish(.belowRange) }
