@@ -189,12 +189,15 @@ struct CapacitySearchTests {
                                    resultsFolder: nil)
     }
 
-    @Test func theKneeIsWhereMediansStayAtTwiceTheLowestOnlyFromThereUp() {
-        let steps = [step(1000, "pass", p50: 100), step(2000, "pass", p50: 260), step(4000, "pass", p50: 110),
-                     step(8000, "pass", p50: 150), step(12000, "pass", p50: 400), step(16000, "fail", p50: 90_000)]
-        #expect(CapacityRunner.knee(steps) == 12000, "the noisy 2000 is not the knee: 4000 and 8000 are back near the floor")
-        #expect(CapacityRunner.knee([step(1000, "pass", p50: 100), step(2000, "pass", p50: 120)]) == nil, "a flat curve has no knee")
-        #expect(CapacityRunner.knee([step(1000, "pass", p50: 100), step(2000, "invalid", p50: 900)]) == nil, "invalid steps do not count")
+    @Test func theKneeIsWhereTheSLOFigureStaysHighOnlyFromThereUp() {
+        // p99s (µs) against a 50 ms SLO: the knee needs ≥ 2 × the lowest and ≥ 5 ms, from there up.
+        let steps = [step(1000, "pass", p50: 300), step(2000, "pass", p50: 9000), step(4000, "pass", p50: 700),
+                     step(8000, "pass", p50: 1500), step(12000, "pass", p50: 20_000), step(14000, "pass", p50: 8000),
+                     step(16000, "fail", p50: 90_000)]
+        #expect(CapacityRunner.knee(steps) == 12000, "the noisy 2000 is not the knee: 4000 and 8000 are back down")
+        #expect(CapacityRunner.knee([step(1000, "pass", p50: 300), step(2000, "pass", p50: 700)]) == nil,
+                "twice the lowest, but far below the SLO: no bend worth the name")
+        #expect(CapacityRunner.knee([step(1000, "pass", p50: 300), step(2000, "invalid", p50: 90_000)]) == nil, "invalid steps do not count")
     }
 
     @Test func aGeneratorLimitedSearchSaysSoAndReportsNoKnee() throws {

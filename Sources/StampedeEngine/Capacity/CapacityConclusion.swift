@@ -64,22 +64,26 @@ extension CapacityRunner {
         }
     }
 
-    /// Where the load–latency curve bends: the lowest load from which every higher step's median
-    /// (p50) of the first latency SLO's metric is at least twice the lowest median of any step.
-    /// Medians, because a low load's p99 on a shared machine is mostly scheduling noise; "every
-    /// higher step", so one noisy point does not make a knee. Nil without a latency SLO, or when
-    /// the curve never bends (or bends from the lowest load tried).
+    /// Where the load–latency curve bends: the lowest load from which every higher step's figure
+    /// for the first latency SLO (the statistic it judges, such as p99) stays at or above both twice
+    /// the lowest figure of any step and a tenth of the SLO's limit. "Every higher step", so one
+    /// noisy point is not a knee; "a tenth of the limit", so a rise from 0.3 to 0.7 ms is not one
+    /// either. Nil without a latency SLO, when the curve never bends, or when it bends from the
+    /// lowest load tried.
     static func knee(_ steps: [CapacityResult.Step]) -> Double? {
-        guard let metric = steps.lazy.compactMap({ $0.slos.first { $0.unit == "us" }?.metric }).first else { return nil }
-        var median: [Double: UInt64] = [:]
+        var figure: [Double: Double] = [:]
+        var limit = 0.0
         for s in steps where s.outcome != "invalid" {
-            if let p50 = s.latencyMicros[metric]?.p50 { median[s.load] = max(median[s.load] ?? 0, p50) }
+            guard let slo = s.slos.first(where: { $0.unit == "us" }), let v = slo.observed else { continue }
+            figure[s.load] = max(figure[s.load] ?? 0, v)
+            limit = slo.limit
         }
-        let loads = median.keys.sorted()
-        guard let base = median.values.min(), base > 0, loads.count >= 2 else { return nil }
+        let loads = figure.keys.sorted()
+        guard let lowest = figure.values.min(), loads.count >= 2 else { return nil }
+        let bent = max(2 * lowest, limit / 10)
         var knee: Double?
         for load in loads.reversed() {
-            guard median[load]! >= 2 * base else { break }
+            guard figure[load]! >= bent else { break }
             knee = load
         }
         return knee == loads.first ? nil : knee
