@@ -12,6 +12,7 @@
 #
 # Usage: Benchmarks/capacity.sh [RATE] [STEP] [WARMUP]     (defaults 20000, 10s, 5s)
 #        PARTS="1 3" Benchmarks/capacity.sh …                  (only some parts)
+#        CONFIRMATIONS=3 Benchmarks/capacity.sh …              (--confirmations for the Python server)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RATE=${1:-20000}
@@ -19,6 +20,7 @@ STEP=${2:-10s}
 WARMUP=${3:-5s}
 SLO="round_trip p(99) < 50ms"
 PARTS=${PARTS:-1 2 3}
+CONFIRMATIONS=${CONFIRMATIONS:-1}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 swift build -c release --product stampede > /dev/null
 B=$PWD/.build/release/stampede
@@ -73,6 +75,7 @@ PYPORT=$(sed -n 's/^LISTENING \([0-9]*\)/\1/p' "$OUT/py.serve")
 scenario "$PYPORT" "$OUT/py.yaml"
 START=$(date +%s)
 "$B" capacity "$OUT/py.yaml" --vary message.rate --slo "$SLO" --from 1000 --to 64000 --step-duration "$STEP" --warmup "$WARMUP" \
+  --confirmations "$CONFIRMATIONS" \
   --results "$OUT/results" > "$OUT/py.out" 2> "$OUT/py.err" || true
 FOLDER=$(sed -n 's/^results: //p' "$OUT/py.out")
 steps "$FOLDER/capacity.json"
