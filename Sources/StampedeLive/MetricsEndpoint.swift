@@ -129,10 +129,7 @@ public final class MetricsEndpoint: EventLoopHandler, @unchecked Sendable {
                 return offset
             case .head(let head):
                 client.method = head.method
-                let t = head.target
-                var end = t.upperBound
-                for i in t where rest[i] == 0x3F || rest[i] == 0x23 { end = i; break }  // '?' '#'
-                client.path = String(decoding: UnsafeRawBufferPointer(rebasing: rest[t.lowerBound..<end]), as: UTF8.self)
+                client.path = String(decoding: UnsafeRawBufferPointer(rebasing: rest[head.path(in: rest)]), as: UTF8.self)
                 let accept = head.value(forHeader: "accept", in: rest).map {
                     String(decoding: UnsafeRawBufferPointer(rebasing: rest[$0]), as: UTF8.self)
                 }

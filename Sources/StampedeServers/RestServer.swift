@@ -294,9 +294,7 @@ public final class RestServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
                        lines: "WWW-Authenticate: Bearer\r\n", close: close)
             return finishIf(close, id)
         }
-        var pathEnd = head.target.upperBound
-        for i in head.target where buf[i] == 0x3F || buf[i] == 0x23 { pathEnd = i; break }
-        let path = UnsafeRawBufferPointer(rebasing: buf[head.target.lowerBound..<pathEnd])
+        let path = UnsafeRawBufferPointer(rebasing: buf[head.path(in: buf)])
         guard isUnderBasePath(path) else {
             statistics.notFound += 1
             writeError(id, status: 404, reason: "Not Found", body: #"{"error":"not found"}"#, headOnly: headOnly, close: close)

@@ -136,9 +136,9 @@ public final class TargetAdmin: EventLoopHandler, @unchecked Sendable {
         var r = Request()
         r.method = head.method
         let t = head.target
-        var pathEnd = t.upperBound
-        for i in t where buf[i] == 0x3F || buf[i] == 0x23 { pathEnd = i; break }  // '?' '#'
-        r.path = String(decoding: UnsafeRawBufferPointer(rebasing: buf[t.lowerBound..<pathEnd]), as: UTF8.self)
+        let path = head.path(in: buf)
+        let pathEnd = path.upperBound
+        r.path = String(decoding: UnsafeRawBufferPointer(rebasing: buf[path]), as: UTF8.self)
         func decoded(_ raw: ArraySlice<UInt8>) -> String? {
             var out = [UInt8](repeating: 0, count: raw.count)
             let n = raw.withUnsafeBytes { raw in out.withUnsafeMutableBytes { HTTPPercentEncoding.decode(raw, into: $0, plusIsSpace: true) } }

@@ -192,6 +192,31 @@ public struct CapacityResult: Codable, Sendable, Equatable {
             self.open = open; self.clients = clients; self.latencyMicros = latencyMicros; self.slos = slos; self.generator = generator
             self.resultsFolder = resultsFolder
         }
+
+        /// Every key written, unknown values as null (synthesized Codable would leave them out).
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(number, forKey: .number)
+            try c.encode(stage, forKey: .stage)
+            try c.encode(load, forKey: .load)
+            try c.encode(outcome, forKey: .outcome)
+            try c.encode(reasons, forKey: .reasons)
+            try c.encode(measuredSeconds, forKey: .measuredSeconds)
+            try c.encode(intendedRate, forKey: .intendedRate)
+            try c.encode(achievedRate, forKey: .achievedRate)
+            try c.encode(receivedRate, forKey: .receivedRate)
+            try c.encode(sent, forKey: .sent)
+            try c.encode(delivered, forKey: .delivered)
+            try c.encode(lost, forKey: .lost)
+            try c.encode(errors, forKey: .errors)
+            try c.encode(open, forKey: .open)
+            try c.encode(clients, forKey: .clients)
+            try c.encode(latencyMicros, forKey: .latencyMicros)
+            try c.encode(slos, forKey: .slos)
+            try c.encode(generator, forKey: .generator)
+            try c.encode(resultsFolder, forKey: .resultsFolder)
+            try c.encode(cooldownSeconds, forKey: .cooldownSeconds)
+        }
     }
 
     public struct Generator: Codable, Sendable, Equatable {
@@ -215,21 +240,44 @@ public struct CapacityResult: Codable, Sendable, Equatable {
         }
     }
 
-    /// JSON as written to `capacity.json` (snake_case keys, sorted, pretty; unknown values as null).
+    /// Every key written, unknown values as null (synthesized Codable would leave them out).
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(schema, forKey: .schema)
+        try c.encode(scenario, forKey: .scenario)
+        try c.encode(scenarioFile, forKey: .scenarioFile)
+        try c.encode(workload, forKey: .workload)
+        try c.encode(target, forKey: .target)
+        try c.encode(vary, forKey: .vary)
+        try c.encode(unit, forKey: .unit)
+        try c.encode(slos, forKey: .slos)
+        try c.encode(limits, forKey: .limits)
+        try c.encode(stepSeconds, forKey: .stepSeconds)
+        try c.encode(warmupSeconds, forKey: .warmupSeconds)
+        try c.encode(from, forKey: .from)
+        try c.encode(to, forKey: .to)
+        try c.encode(precision, forKey: .precision)
+        try c.encode(steps, forKey: .steps)
+        try c.encode(verdict, forKey: .verdict)
+        try c.encode(maxSustainable, forKey: .maxSustainable)
+        try c.encode(knee, forKey: .knee)
+        try c.encode(heldAtLeast, forKey: .heldAtLeast)
+        try c.encode(generatorLimit, forKey: .generatorLimit)
+        try c.encode(firstFailing, forKey: .firstFailing)
+        try c.encode(firstFailingReasons, forKey: .firstFailingReasons)
+        try c.encode(conclusion, forKey: .conclusion)
+        try c.encode(partial, forKey: .partial)
+        try c.encode(startedAt, forKey: .startedAt)
+        try c.encode(endedAt, forKey: .endedAt)
+        try c.encode(wallSeconds, forKey: .wallSeconds)
+        try c.encode(commandLine, forKey: .commandLine)
+    }
+
+    /// JSON as written to `capacity.json` (snake_case keys, sorted, pretty).
     public func jsonData() throws -> Data {
         let e = JSONEncoder()
         e.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        let data = try e.encode(self)
-        // Synthesized Codable leaves nil out; readers are promised every key, so add them as null.
-        guard var object = try JSONSerialization.jsonObject(with: data) as? [String: Any] else { return data }
-        for key in ["max_sustainable", "knee", "first_failing", "held_at_least", "generator_limit"] where object[key] == nil { object[key] = NSNull() }
-        if var steps = object["steps"] as? [[String: Any]] {
-            for i in steps.indices {
-                for key in ["results_folder", "cooldown_seconds"] where steps[i][key] == nil { steps[i][key] = NSNull() }
-            }
-            object["steps"] = steps
-        }
-        return try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        return try e.encode(self)
     }
 
     /// Reads `capacity.json`.

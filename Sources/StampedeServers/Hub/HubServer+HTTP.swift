@@ -50,9 +50,7 @@ extension HubServer {
             loop.write(s.id, UnsafeRawBufferPointer(start: c.utf8Start, count: c.utf8CodeUnitCount))
         }
         let t = head.target
-        var pathEnd = t.upperBound
-        for i in t where buf[i] == 0x3F || buf[i] == 0x23 { pathEnd = i; break }
-        let pathBytes = UnsafeRawBufferPointer(rebasing: buf[t.lowerBound..<pathEnd])
+        let pathBytes = UnsafeRawBufferPointer(rebasing: buf[head.path(in: buf)])
         // Paths match ignoring ASCII case, as ASP.NET's routing does.
         let isHub = HubBytes.equalsIgnoringCase(pathBytes, self.pathBytes)
         let isNegotiate = !isHub && pathBytes.count == self.pathBytes.count + 10

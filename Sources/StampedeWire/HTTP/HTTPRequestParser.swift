@@ -27,6 +27,13 @@ public struct HTTPRequestHead: HTTPMessageHead, Equatable {
     /// The header lines, for `value(forHeader:in:)` and `headerFields(in:)`.
     public var fieldsRange: Range<Int>
 
+    /// The path part of `target`: up to its first '?' (the query) or '#' (a fragment, which a
+    /// client should not send), in the same buffer.
+    public func path(in buffer: UnsafeRawBufferPointer) -> Range<Int> {
+        for i in target where buffer[i] == 0x3F || buffer[i] == 0x23 { return target.lowerBound..<i }  // '?' '#'
+        return target
+    }
+
     /// Memberwise, for tests and tools that build heads by hand.
     public init(method: HTTPMethod?, methodRange: Range<Int>, target: Range<Int>, versionMinor: Int, contentLength: Int?, isChunked: Bool,
                 expectsContinue: Bool, connectionClose: Bool, contentType: Range<Int>?, body: HTTPBodyFraming,
