@@ -5,6 +5,7 @@ import PackageDescription
 // rows), so dependencies point one way; each target declares exactly the modules it imports.
 //   stampede (CLI)
 //   StampedeEngine
+//   StampedeFleet (the coordinator–worker protocol's frames)
 //   StampedeWorkloads, StampedeServers, StampedeReport, StampedeLive (the live metrics endpoint)
 //   StampedeSession (protocol sessions: pure over bytes and a clock)
 //   StampedeLoop, StampedeWire, StampedeMetrics, StampedeScenario
@@ -46,7 +47,9 @@ let package = Package(
         .target(name: "StampedeServers", dependencies: ["StampedeLoop", "StampedeSession", "StampedeWire", "CStampedeLinux"], swiftSettings: hotPath),
         .target(name: "StampedeReport", dependencies: ["StampedeMetrics", "StampedeScenario", "CZlib"]),
         .target(name: "StampedeLive", dependencies: ["StampedeMetrics", "StampedeLoop", "StampedeWire"]),
-        .target(name: "StampedeEngine", dependencies: ["StampedeWorkloads", "StampedeServers", "StampedeReport", "StampedeScenario", "StampedeMetrics", "StampedeLoop", "StampedeWire", "CStampedeLinux"]),
+        // The coordinator–worker protocol: frames and their codec, pure over bytes.
+        .target(name: "StampedeFleet", dependencies: ["StampedeMetrics", "StampedeReport"]),
+        .target(name: "StampedeEngine", dependencies: ["StampedeWorkloads", "StampedeServers", "StampedeReport", "StampedeFleet", "StampedeScenario", "StampedeMetrics", "StampedeLoop", "StampedeWire", "CStampedeLinux"]),
         .executableTarget(name: "stampede", dependencies: ["StampedeEngine", "StampedeServers", "StampedeReport", "StampedeScenario", "StampedeLoop", "StampedeLive", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // Fixture helpers the test targets share (hex, a reference frame encoder, test certificates).
         .target(name: "StampedeTestSupport", path: "Tests/StampedeTestSupport"),
@@ -56,6 +59,7 @@ let package = Package(
         .testTarget(name: "StampedeMetricsTests", dependencies: ["StampedeMetrics"]),
         .testTarget(name: "StampedeScenarioTests", dependencies: ["StampedeScenario"]),
         .testTarget(name: "StampedeReportTests", dependencies: ["StampedeReport", "StampedeMetrics", "StampedeScenario"], exclude: ["Fixtures"]),
+        .testTarget(name: "StampedeFleetTests", dependencies: ["StampedeFleet", "StampedeMetrics"]),
         .testTarget(name: "StampedeLiveTests", dependencies: ["StampedeLive", "StampedeMetrics", "StampedeLoop"], exclude: ["Fixtures"]),
         .testTarget(name: "StampedeEngineTests", dependencies: ["StampedeEngine", "StampedeWorkloads", "StampedeServers", "StampedeReport", "StampedeLoop", "StampedeScenario", "StampedeMetrics", "StampedeTestSupport"]),
     ]

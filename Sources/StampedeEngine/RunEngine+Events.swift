@@ -14,9 +14,8 @@ extension RunEngine {
     /// Merges every loop's view of each storm (read once, at the end).
     func collectStorms() -> [StormRecord] {
         var merged: [StormShard] = []
-        for (i, w) in workloads.enumerated() {
-            let shards = loops[i].submitAndWait { _ in w.storms }
-            for (n, shard) in shards.enumerated() {
+        for g in groups {
+            for (n, shard) in g.storms().enumerated() {
                 if n >= merged.count { merged.append(StormShard()) }
                 merged[n].add(shard)
             }
@@ -42,19 +41,17 @@ extension RunEngine {
         switch event.kind {
         case .storm(let fraction, let mode, let stall):
             let stallNs = nanoseconds(stall)
-            for (i, w) in workloads.enumerated() {
-                loops[i].execute { _ in w.storm(index: index, atNs: atNs, fraction: fraction, mode: mode, stallNs: stallNs) }
-            }
+            for g in groups { g.storm(index: index, atNs: atNs, fraction: fraction, mode: mode, stallNs: stallNs) }
         case .server(let fault):
             if event.measuresRecovery {
-                for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.watch(index: index, atNs: atNs) } }
+                for g in groups { g.watch(index: index, atNs: atNs) }
             }
             if let problem = applyServerFault(fault) {
                 eventBook.faultErrors[index] = problem
                 warnings.append("event \(index + 1) (server \(fault)): \(problem)")
             }
         case .command(let command):
-            for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.watch(index: index, atNs: atNs) } }
+            for g in groups { g.watch(index: index, atNs: atNs) }
             let folder = scenario.file.isEmpty ? "" : URL(fileURLWithPath: scenario.file).deletingLastPathComponent().path
             eventBook.commandRuns[index] = ExternalCommandRun(number: index + 1, command: command, workingDirectory: folder)
         case .churn(let rate, let length):
@@ -83,12 +80,11 @@ extension RunEngine {
             let due = Int(eventBook.activeChurns[c].carry)
             guard due > 0 else { continue }
             eventBook.activeChurns[c].carry -= Double(due)
-            let n = workloads.count
+            let n = groups.count
             for j in 0..<n {
                 let i = (j + eventBook.activeChurns[c].rotation) % n
                 let share = due / n + (j < due % n ? 1 : 0)
-                guard share > 0 else { continue }
-                loops[i].execute { [w = workloads[i]] _ in w.churn(count: share) }
+                if share > 0 { groups[i].churn(count: share) }
             }
             eventBook.activeChurns[c].rotation += 1
         }

@@ -1,5 +1,6 @@
 import CStampedeLinux
 import Foundation
+import StampedeFleet
 import StampedeLoop
 import StampedeMetrics
 import StampedeReport
@@ -9,14 +10,10 @@ import StampedeWire
 import StampedeWorkloads
 import Synchronization
 
-// The engine's clock: every 100 ms a tick reads the loops' gauges; every second the loops'
+// The engine's clock: every 100 ms a tick reads the groups' gauges; every second their
 // measurements are merged into the totals, a time-series row and the progress line.
 extension RunEngine {
     // MARK: Ticks and intervals
-
-    struct LoopState: Sendable {
-        var open = 0, inFlight = 0, notYetStarted = 0, outstanding: UInt64 = 0, sent: UInt64 = 0, fanout: UInt64 = 0
-    }
 
     struct TickState {
         var open = 0, inFlight = 0, notYetStarted = 0, outstanding: UInt64 = 0
@@ -24,65 +21,39 @@ extension RunEngine {
         var sentSinceInterval: UInt64 = 0, fanoutSinceInterval: UInt64 = 0
     }
 
-    /// Sleeps 100 ms, then reads every loop's gauges; on a second boundary merges their measurements.
+    /// Sleeps 100 ms, then reads every group's gauges; on a second boundary merges their measurements.
     func tick() -> TickState {
         Thread.sleep(forTimeInterval: 0.1)
         if EventLoop.now() - lastIntervalNs >= 1_000_000_000 { _ = collectInterval(final: false) }
-        var t = TickState()
-        for (i, w) in workloads.enumerated() {
-            let s = loops[i].submitAndWait { _ in
-                LoopState(open: w.openCount, inFlight: w.inFlightConnects, notYetStarted: w.notYetStarted,
-                          outstanding: w.totalOutstanding, sent: w.metrics[.messagesSent], fanout: w.metrics[.fanoutReceived])
-            }
-            t.open += s.open; t.inFlight += s.inFlight; t.notYetStarted += s.notYetStarted; t.outstanding += s.outstanding
-            t.sentSinceInterval += s.sent; t.fanoutSinceInterval += s.fanout
-        }
-        gauges.peakOpen = max(gauges.peakOpen, t.open)
-        lastOpen = t.open
-        return t
+        var s = GroupState()
+        for g in groups { s.add(g.state()) }
+        checkWorkers()
+        gauges.peakOpen = max(gauges.peakOpen, s.open)
+        lastOpen = s.open
+        return TickState(open: s.open, inFlight: s.inFlight, notYetStarted: s.notYetStarted, outstanding: s.outstanding,
+                         sentSinceInterval: s.sent, fanoutSinceInterval: s.fanout)
     }
 
-    struct IntervalData: Sendable {
-        var metrics: MetricsShard
-        var open: Int
-        var connecting: Int
-        var reconnecting: Int
-        var timerLagNs: UInt64
-        var cpuNs: UInt64
-    }
-
-    /// Takes each loop's measurements since the last boundary (resetting them there), merges them,
-    /// adds them to the totals, and appends a time-series row.
+    /// Takes each group's measurements since the last boundary (resetting them there), merges
+    /// them, adds them to the totals, and appends a time-series row.
     func collectInterval(final: Bool) -> MetricsShard {
         let now = EventLoop.now()
         var merged = MetricsShard()
         var open = 0, connecting = 0, reconnecting = 0
         var lag: UInt64 = 0
-        if spareShards.count != workloads.count { spareShards = workloads.map { _ in MetricsShard() } }
-        for (i, w) in workloads.enumerated() {
-            // The loop swaps in an empty shard instead of clearing its own: clearing a shard whose
-            // storage the engine still shares would copy every histogram (megabytes) on the loop
-            // thread, stalling its timers for milliseconds once a second. The engine clears the
-            // taken one here, off the loop, and hands it back next time.
-            let spare = spareShards[i].take() ?? MetricsShard()
-            var d = loops[i].submitAndWait { loop in
-                let cpu = cs_thread_cpu_ns()
-                let data = IntervalData(metrics: w.metrics, open: w.openCount, connecting: w.inFlightConnects, reconnecting: w.reconnectingCount,
-                                        timerLagNs: loop.takeMaxTimerLag(), cpuNs: cpu)
-                w.metrics = spare
-                return data
-            }
+        for (i, g) in groups.enumerated() {
+            let d = g.takeInterval()
             merged.add(d.metrics)
-            d.metrics.reset()
-            spareShards[i] = d.metrics
             open += d.open
             connecting += d.connecting
             reconnecting += d.reconnecting
             lag = max(lag, d.timerLagNs)
-            gauges.cpuSeen[i] = d.cpuNs
+            gauges.cpuSeen[i] = d.loopCPUNs
+            if d.processCPUNs > 0 { gauges.workerProcessCPUNs[i] = d.processCPUNs }
+            if d.residentBytes > 0 { gauges.workerResidentBytes[i] = d.residentBytes }
         }
         let loopCPUNs = gauges.cpuSeen.values.reduce(0, +)
-        let processCPUNs = cs_process_cpu_ns()
+        let processCPUNs = generatorCPUNs()
         let wall = Double(now - lastIntervalNs)
         var processPercent = 0.0, loopPercent = 0.0
         if wall >= 0.5e9 && gauges.lastProcessCPUNs > 0 {
@@ -101,7 +72,7 @@ extension RunEngine {
             histogramLogLines[m.rawValue].append(HistogramLog.line(interval))
         }
         thresholdBoundary(merged, fromNs: lastIntervalNs, toNs: now, final: final)
-        let rssNow = residentBytes()
+        let rssNow = generatorResidentBytes()
         // The interval belongs to the window of the latest event before it (or to the baseline).
         if let current = eventBook.currentWindow {
             eventBook.windows[current, default: EventWindow()].add(connectPhaseOf: merged)
@@ -141,7 +112,7 @@ extension RunEngine {
                 : signedSeconds(lastIntervalNs, since: messageStartNs)...max(signedSeconds(lastIntervalNs, since: messageStartNs), signedSeconds(now, since: messageStartNs))
             observer(IntervalReport(elapsedSeconds: elapsed, phase: phase.rawValue, messagePhaseSeconds: messagePhase, interval: merged, totals: totals,
                                     open: open, connecting: connecting, reconnecting: reconnecting, clients: scenario.clients, timerLagNs: lag,
-                                    processCPUPercent: processPercent, clientLoopCPUPercent: loopPercent, loops: loops.count,
+                                    processCPUPercent: processPercent, clientLoopCPUPercent: loopPercent, loops: groups.reduce(0) { $0 + $1.loopCount },
                                     residentBytes: rssNow, final: final))
         }
         let dt = max(seconds(now - lastIntervalNs), 0.001)
@@ -156,11 +127,20 @@ extension RunEngine {
     /// `a - b` in seconds, negative when `a` is earlier.
     func signedSeconds(_ a: UInt64, since b: UInt64) -> Double { a >= b ? seconds(a - b) : -seconds(b - a) }
 
+    /// CPU of the whole generator: this process and its workers (as of their last interval).
+    func generatorCPUNs() -> UInt64 { cs_process_cpu_ns() + gauges.workerProcessCPUNs.values.reduce(0, +) }
+
+    /// Resident memory of the whole generator: this process and its workers (as of their last interval).
+    func generatorResidentBytes() -> UInt64 { residentBytes() + gauges.workerResidentBytes.values.reduce(0, +) }
+
     /// This process's resident memory (/proc/self/statm), bytes; 0 if unreadable.
-    func residentBytes() -> UInt64 {
-        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
-        let fields = text.split(separator: " ")
-        guard fields.count > 1, let pages = UInt64(fields[1]) else { return 0 }
-        return pages * UInt64(sysconf(Int32(_SC_PAGESIZE)))
-    }
+    func residentBytes() -> UInt64 { processResidentBytes() }
+}
+
+/// This process's resident memory (/proc/self/statm), bytes; 0 if unreadable.
+func processResidentBytes() -> UInt64 {
+    guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+    let fields = text.split(separator: " ")
+    guard fields.count > 1, let pages = UInt64(fields[1]) else { return 0 }
+    return pages * UInt64(sysconf(Int32(_SC_PAGESIZE)))
 }

@@ -29,31 +29,17 @@ extension RunEngine {
         return endpoint
     }
 
-    func startLoops(count: Int, endpoint: ClientEndpoint) throws(RunSetupError) {
-        var token: String? = nil
-        if let source = scenario.hub?.accessToken {
-            do { token = try ScenarioLoader.resolveToken(source, scenarioFile: scenario.file) } catch { throw RunSetupError("\(error)") }
-        }
-        if let source = scenario.rest?.token {
-            do { token = try ScenarioLoader.resolveToken(source, scenarioFile: scenario.file, field: "rest.token") } catch { throw RunSetupError("\(error)") }
-        }
-        let headerLines = Array(scenario.headers.map { "\($0.name): \($0.value)\r\n" }.joined().utf8)
-        for i in 0..<count {
-            let loop: EventLoop
-            do { loop = try EventLoop(index: i) } catch { throw RunSetupError("cannot start event loop \(i): \(error)") }
-            let setup = LoopClientsSetup(scenario: scenario, loop: loop, endpoint: endpoint,
-                                         clients: Array(stride(from: i, to: scenario.clients, by: count)),
-                                         random: FastRandom(seed: scenario.seed &+ UInt64(i) &* 0x1000_0001),
-                                         token: token, headerLines: headerLines, tls: clientTLS)
-            workloads.append(try kind.makeClients(setup))
-            loops.append(loop)
-            loop.start(name: "stampede-loop-\(i)")
+    /// The clients: on this process's loops, or on worker processes (RunEngine+Fleet.swift).
+    func startClients(plan: RunPlan, endpoint: ClientEndpoint) throws(RunSetupError) {
+        if let fleet = plan.fleet {
+            try startWorkers(fleet, endpoint: endpoint)
+        } else {
+            groups = [try LocalClientGroup.start(scenario: scenario, kind: kind, endpoint: endpoint, tls: clientTLS, loopCount: plan.loopCount)]
         }
     }
 
     func shutdown(interrupted: Bool) {
-        for l in loops { l.stop() }
-        for l in loops { l.join() }
+        for g in groups { g.stop(interrupted: interrupted) }
         serverLoop?.stop()
         serverLoop?.join()
         childTarget?.stop(graceSeconds: interrupted ? 0.3 : 3)

@@ -9,6 +9,11 @@ extension RunEngine {
     /// The clients' TLS, or nil for plain TCP. `embeddedCertificatePEM` is the embedded target's
     /// throw-away certificate, trusted in place of a CA file.
     func makeClientTLS(embeddedCertificatePEM: String?) throws(RunSetupError) -> ClientTLS? {
+        try Self.makeClientTLS(scenario, embeddedCertificatePEM: embeddedCertificatePEM)
+    }
+
+    /// As above, for any scenario (a worker process makes its own from the coordinator's).
+    static func makeClientTLS(_ scenario: Scenario, embeddedCertificatePEM: String?) throws(RunSetupError) -> ClientTLS? {
         guard let spec = scenario.tls else { return nil }
         var c = TLSClientConfiguration()
         c.verify = spec.verify

@@ -41,6 +41,13 @@ public struct RunOptions: Sendable {
     /// The results folder's name instead of `<scenario name>-<timestamp>` (inside `resultsRoot`).
     public var resultsFolderName: String? = nil
 
+    /// Where the clients run: nil for this process (or local worker processes when its
+    /// descriptors do not hold them and `scenarioSource` is given), else the workers asked for.
+    public var fleet: FleetSpec? = nil
+    /// The scenario's text and overrides, which worker processes parse as this process did;
+    /// without it the run cannot use workers.
+    public var scenarioSource: ScenarioSource? = nil
+
     public enum ProgressStyle: Sendable { case terminal, lines, silent }
 
     public init(loops: Int = max(1, ProcessInfo.processInfo.activeProcessorCount), resultsRoot: URL = URL(fileURLWithPath: "results"),
@@ -77,16 +84,14 @@ public final class RunEngine {
 
     let scenario: Scenario
     let options: RunOptions
-    var loops: [EventLoop] = []
-    var workloads: [any LoopWorkload] = []
+    /// The clients: this process's loops, or one group per worker process.
+    var groups: [any ClientGroup] = []
     /// What the engine knows of the scenario's workload.
     let kind: any WorkloadKind
     var serverLoop: EventLoop?
     /// The embedded reference server, when it runs in this process.
     var embeddedServer: (any FaultTarget)?
     var totals = MetricsShard()
-    /// Per loop, a cleared shard for the loop to take at the next interval boundary (nil while lent out).
-    var spareShards: [MetricsShard?] = []
     var intervals: [IntervalSample] = []
     var warnings: [String] = []
     var runStartNs: UInt64 = 0
@@ -105,6 +110,8 @@ public final class RunEngine {
     /// What the scenario's events did, window by window.
     var eventBook = EventBook()
     var targetInChildProcess = false
+    /// Set when a worker process was lost: the run stops, marked partial, and fails.
+    var fleetFailure: String?
     var childTarget: ChildTarget?
     var childAdmin: AdminEndpoint?
     /// The clients' TLS (`tls:`), nil for plain TCP.
@@ -126,40 +133,41 @@ public final class RunEngine {
     /// Runs to completion (or interruption) and writes `results/<name>-<timestamp>/`.
     public func run() throws(RunSetupError) -> RunOutcome {
         let startedAt = Date()
-        let cpuAtStart = cs_process_cpu_ns()
+        let cpuAtStart = cs_process_cpu_ns()  // the workers' CPU counts from their start
         let limit = cs_raise_open_files_limit()
-        let plan = RunPlan(scenario: scenario, loops: options.loops, openFilesLimit: Int(limit), canSpawnTarget: options.stampedeExecutable != nil)
+        let plan = RunPlan(scenario: scenario, loops: options.loops, openFilesLimit: Int(limit), canSpawnTarget: options.stampedeExecutable != nil,
+                           fleet: options.fleet, canSpawnWorkers: options.stampedeExecutable != nil && options.scenarioSource != nil)
         if let problem = plan.problem { throw RunSetupError(problem) }
         targetInChildProcess = plan.targetInChildProcess
         // Before the target starts: a setup that fails half-way still stops what it started.
         defer { shutdown(interrupted: options.interrupt.isRaised) }
         let endpoint = try startTarget()
         clientTLS = try makeClientTLS(embeddedCertificatePEM: embeddedCertificatePEM)
-        let loopCount = plan.loopCount
-        try startLoops(count: loopCount, endpoint: endpoint)
+        try startClients(plan: plan, endpoint: endpoint)
+        let loopCount = groups.reduce(0) { $0 + $1.loopCount }
 
         runStartNs = EventLoop.now()
         runStartDate = Date()
         lastIntervalNs = runStartNs
-        let rssBeforeConnect = residentBytes()
+        let rssBeforeConnect = generatorResidentBytes()
         var partialReason: String? = nil
         var fatal: String? = nil
 
         // Phase 1: ramp-up.
         let rampStart = EventLoop.now() + 20_000_000
-        for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.beginRampUp(startNs: rampStart) } }
+        for g in groups { g.beginRampUp(startNs: rampStart) }
         // Every client's attempt ends by itself (connect, upgrade and handshake timeouts); the budget is only a backstop.
         let rampBudgetNs = plan.rampBudgetNs
         while true {
             let s = tick()
             if s.notYetStarted == 0 && s.inFlight == 0 { break }
             if options.interrupt.isRaised { partialReason = "interrupted during ramp-up"; break }
-            if let reason = thresholdBook.abortReason { partialReason = reason; break }
+            if let reason = thresholdBook.abortReason ?? fleetFailure { partialReason = reason; break }
             if EventLoop.now() - rampStart > rampBudgetNs { warnings.append("ramp-up did not finish in time"); break }
         }
         let rampSeconds = seconds(EventLoop.now() - runStartNs)
         let openAtStart = currentOpen()
-        let rssConnected = residentBytes()
+        let rssConnected = generatorResidentBytes()
         gauges.peakRSS = max(gauges.peakRSS, rssConnected)
         var messageSeconds = 0.0, drainSeconds = 0.0
         var lossReason = LossReason.timedOut
@@ -172,7 +180,7 @@ public final class RunEngine {
             phase = .messages
             let t0 = EventLoop.now() + 50_000_000
             let t1 = t0 + plan.durationNs
-            for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.beginMessages(startNs: t0, endNs: t1) } }
+            for g in groups { g.beginMessages(startNs: t0, endNs: t1) }
             var drops = options.connectionDrops.sorted { $0.atSeconds < $1.atSeconds }
             var events = Array(scenario.events.enumerated())
             messageStartNs = t0
@@ -180,7 +188,7 @@ public final class RunEngine {
                 _ = tick()
                 if let next = drops.first, EventLoop.now() >= t0 + nanoseconds(next.atSeconds) {
                     drops.removeFirst()
-                    for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.dropConnections(fraction: next.fraction) } }
+                    for g in groups { g.dropConnections(fraction: next.fraction) }
                 }
                 while let (index, event) = events.first, EventLoop.now() >= t0 + nanoseconds(event.atSeconds) {
                     events.removeFirst()
@@ -188,13 +196,13 @@ public final class RunEngine {
                 }
                 runChurn(until: t1)
                 if options.interrupt.isRaised { partialReason = "interrupted during the message phase"; break }
-                if let reason = thresholdBook.abortReason { partialReason = reason; break }
+                if let reason = thresholdBook.abortReason ?? fleetFailure { partialReason = reason; break }
             }
             messageSeconds = seconds(min(EventLoop.now(), t1) - t0)
 
             // Phase 3: drain.
             phase = .drain
-            for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.beginDrain() } }
+            for g in groups { g.beginDrain() }
             let drainStart = EventLoop.now()
             let drainEnd = drainStart + plan.drainNs
             while partialReason == nil {
@@ -203,7 +211,7 @@ public final class RunEngine {
                 let fanoutDone = totals[.fanoutReceived] + s.fanoutSinceInterval >= expected
                 if s.outstanding == 0 && fanoutDone { break }
                 if options.interrupt.isRaised { partialReason = "interrupted while draining"; break }
-                if let reason = thresholdBook.abortReason { partialReason = reason; break }
+                if let reason = thresholdBook.abortReason ?? fleetFailure { partialReason = reason; break }
                 if EventLoop.now() >= drainEnd { break }
             }
             drainSeconds = seconds(EventLoop.now() - drainStart)
@@ -214,13 +222,13 @@ public final class RunEngine {
         phase = .closing
         let openAtEnd = currentOpen()
         let reason = lossReason
-        for (i, w) in workloads.enumerated() { loops[i].execute { _ in w.closeAll(lostReason: reason) } }
+        for g in groups { g.closeAll(lostReason: reason) }
         // Interrupted, the whole process must be gone within 2 s of the signal: the close
         // handshakes get a moment, then the loops drop what is left (the counts are final already).
         let interrupted = partialReason != nil
         let closeDeadline = EventLoop.now() + (interrupted ? 300_000_000 : 4_000_000_000)
         while EventLoop.now() < closeDeadline {
-            let live = loops.indices.reduce(0) { n, i in n + loops[i].submitAndWait { [w = workloads[i]] _ in w.liveClients } }
+            let live = groups.reduce(0) { $0 + $1.liveClients() }
             if live == 0 { break }
             Thread.sleep(forTimeInterval: 0.02)
         }
@@ -231,7 +239,7 @@ public final class RunEngine {
         for run in eventBook.commandRuns.values where run.finished == nil { _ = run.wait(seconds: interrupted ? 0.1 : 2) }
 
         totals.counters[Counter.fanoutExpected.rawValue] = expectsFanout ? totals[.messagesSent] * UInt64(max(0, openAtStart - 1)) : 0
-        let processCPU = Double(cs_process_cpu_ns() - cpuAtStart) / 1e9
+        let processCPU = Double(generatorCPUNs() - cpuAtStart) / 1e9
         let clientCPU = Double(gauges.clientLoopCPUNs) / 1e9
         warnings += kind.warnings(scenario, totals: totals)
         let saturated = warnings.contains { $0.hasPrefix("generator") }
@@ -253,9 +261,10 @@ public final class RunEngine {
             histogramLogLines[m.rawValue].isEmpty ? nil : (m, histogramLogLines[m.rawValue])
         })
         record.thresholds = thresholdResults(storms: ResultsWriter.summary(of: record).storms)
+        record.workers = workerRecords()
         let stoppedByThreshold = partialReason != nil && partialReason == thresholdBook.abortReason
         var outcome = RunOutcome(record: record, summary: ResultsWriter.summary(of: record), resultsFolder: nil, writeError: nil,
-                                 exitCode: Self.exitCode(failed: fatal != nil, interrupted: partialReason != nil && !stoppedByThreshold,
+                                 exitCode: Self.exitCode(failed: fatal != nil || fleetFailure != nil, interrupted: partialReason != nil && !stoppedByThreshold,
                                                          thresholds: record.thresholds, saturated: saturated))
         do {
             outcome.resultsFolder = try ResultsWriter.write(record, resultsRoot: options.resultsRoot, folderName: options.resultsFolderName)
@@ -267,7 +276,7 @@ public final class RunEngine {
     }
 
     func currentOpen() -> Int {
-        loops.indices.reduce(0) { n, i in n + loops[i].submitAndWait { [w = workloads[i]] _ in w.openCount } }
+        groups.reduce(0) { $0 + $1.state().open }
     }
 
     func seconds(_ ns: UInt64) -> Double { Double(ns) / 1e9 }
@@ -314,6 +323,9 @@ struct GeneratorGauges {
     var lastProcessCPUNs: UInt64 = 0
     var peakProcessCPUPercent = 0.0
     var peakLoopCPUPercent = 0.0
+    /// Worker processes' own CPU and memory at their last interval, by group.
+    var workerProcessCPUNs: [Int: UInt64] = [:]
+    var workerResidentBytes: [Int: UInt64] = [:]
 }
 
 /// The scenario's events as the run goes: measurements per event window (by event index) and

@@ -31,16 +31,34 @@ public struct RunPlan: Sendable, Equatable {
     /// Each event's offset into the message phase.
     public let eventOffsetsNs: [UInt64]
 
+    /// Where the clients run: nil in this process, else the worker processes (given with
+    /// `--processes`/`--workers`, or chosen here when this process's descriptors do not hold them).
+    public let fleet: FleetSpec?
+
+    /// Descriptors one worker process may use for clients: its limit less room for everything else.
+    public static let workerDescriptorMargin = 1024
+
     /// - Parameters:
     ///   - loops: Loops asked for (`--loops`, default one per core).
     ///   - openFilesLimit: This process's limit (0: unknown, not checked).
     ///   - canSpawnTarget: Whether a `stampede` executable is there to run the target as a child.
-    public init(scenario s: Scenario, loops: Int, openFilesLimit: Int, canSpawnTarget: Bool) {
+    ///   - fleet: The workers the user asked for (`--processes`, `--workers`), or nil.
+    ///   - canSpawnWorkers: Whether this process may start local workers when its descriptors
+    ///     do not hold the clients (a `stampede` executable and the scenario's text are there).
+    public init(scenario s: Scenario, loops: Int, openFilesLimit: Int, canSpawnTarget: Bool, fleet asked: FleetSpec? = nil, canSpawnWorkers: Bool = false) {
         loopCount = max(1, min(loops, s.clients))
         let embedded = s.target == .embedded
         descriptorsPerClient = WorkloadKinds.kind(of: s.workload).descriptorsPerClient(s)
-        let ours = s.clients * descriptorsPerClient + 64
-        var needed = embedded ? s.clients * descriptorsPerClient * 2 + 64 : ours
+        let clientDescriptors = s.clients * descriptorsPerClient
+        var fleet = asked
+        if fleet == nil, canSpawnWorkers, openFilesLimit > Self.workerDescriptorMargin * 2, clientDescriptors + 64 > openFilesLimit {
+            let perWorker = openFilesLimit - Self.workerDescriptorMargin
+            fleet = .processes((clientDescriptors + perWorker - 1) / perWorker)
+        }
+        self.fleet = fleet
+        // With workers, this process holds no client's descriptor, only (maybe) the target's.
+        let ours = (fleet == nil ? clientDescriptors : 0) + 64
+        var needed = ours + (embedded ? clientDescriptors : 0)
         var child = false
         if embedded && openFilesLimit > 0 && needed > openFilesLimit, canSpawnTarget, ours <= openFilesLimit {
             child = true
@@ -48,9 +66,14 @@ public struct RunPlan: Sendable, Equatable {
         }
         descriptorsNeeded = needed
         targetInChildProcess = child
-        problem = openFilesLimit > 0 && needed > openFilesLimit
-            ? "\(s.clients) clients need about \(needed) file descriptors \(embedded ? "(the embedded target holds the other end of every connection) " : "")but this process may open \(openFilesLimit). Use fewer clients, run the target in its own process (stampede serve), or split the load over several stampede processes."
-            : nil
+        if case .processes(let n) = fleet, openFilesLimit > 0, (s.clients + n - 1) / max(1, n) * descriptorsPerClient + 64 > openFilesLimit {
+            let each = (s.clients + n - 1) / max(1, n) * descriptorsPerClient + 64
+            problem = "--processes \(n): each worker process would need about \(each) file descriptors but a process may open \(openFilesLimit); use more processes"
+        } else {
+            problem = openFilesLimit > 0 && needed > openFilesLimit
+                ? "\(s.clients) clients need about \(needed) file descriptors \(embedded ? "(the embedded target holds the other end of every connection) " : "")but this process may open \(openFilesLimit). Use fewer clients, run the target in its own process (stampede serve), or split the load over worker processes (--processes N)."
+                : nil
+        }
 
         connectTimeoutNs = nanoseconds(s.connectTimeoutSeconds)
         thinkTimeNs = nanoseconds(s.thinkTimeSeconds)

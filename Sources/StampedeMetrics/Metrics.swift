@@ -176,6 +176,8 @@ public enum LossReason: Int, CaseIterable, Sendable, Codable {
     /// Due while the client was reconnecting, and dropped (`while_disconnected: drop`), or
     /// queued but never sent because the client did not get a connection back.
     case droppedWhileDisconnected
+    /// Sent by a worker process that died or stopped answering before its outcome was reported.
+    case workerLost
 
     public var key: String {
         switch self {
@@ -183,6 +185,7 @@ public enum LossReason: Int, CaseIterable, Sendable, Codable {
         case .timedOut: "timed_out"
         case .interrupted: "interrupted"
         case .droppedWhileDisconnected: "dropped_while_disconnected"
+        case .workerLost: "worker_lost"
         }
     }
 }

@@ -145,6 +145,7 @@ public enum ResultsWriter {
                                failureReasons: reasons.mapValues { UInt64($0) })
             })
         summary.thresholds = record.thresholds
+        summary.workers = record.workers
         return summary
     }
 

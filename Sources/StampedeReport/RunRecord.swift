@@ -42,6 +42,8 @@ public struct RunRecord: Sendable {
     public var histogramLogStartTime: Date? = nil
     /// How the scenario's thresholds fared (set by the engine at the end of the run); nil when it has none.
     public var thresholds: [RunSummary.Threshold]? = nil
+    /// The worker processes of a run spread over several; nil for a run in one process.
+    public var workers: [RunSummary.Worker]? = nil
 
     public init(scenario: Scenario, startedAt: Date, endedAt: Date, partial: Bool, partialReason: String?, fatalError: String?,
                 totals: MetricsShard, intervals: [IntervalSample], environment: RunEnvironment, peakOpenConnections: Int,

@@ -44,8 +44,9 @@ public struct RunSummary: Codable, Sendable, Equatable {
     public var rest: Rest? = nil
     /// TLS runs: handshakes, resumptions and failure reasons; nil when the clients spoke plain TCP.
     public var tls: TLS? = nil
-    /// The scenario's thresholds, one entry per condition; null when the scenario has none.
+    /// The scenario's thresholds, one entry per condition (null: none); the worker processes (null: one process).
     public var thresholds: [Threshold]? = nil
+    public var workers: [Worker]? = nil
 
     /// What the ETag-polling clients saw.
     public struct Rest: Codable, Sendable, Equatable {
@@ -262,7 +263,7 @@ public struct RunSummary: Codable, Sendable, Equatable {
         case upgradeStatuses = "upgrade_statuses"
         case generator, files, counters
         case hubErrors = "hub_errors"
-        case storms, rest, tls, thresholds
+        case storms, rest, tls, thresholds, workers
     }
 
     // Written by hand only so that nil optionals become `null` instead of disappearing.
@@ -287,9 +288,8 @@ public struct RunSummary: Codable, Sendable, Equatable {
         try c.encode(files, forKey: .files)
         try c.encode(counters, forKey: .counters)
         try c.encode(hubErrors, forKey: .hubErrors)
-        try c.encode(storms, forKey: .storms)
-        try c.encode(rest, forKey: .rest)
-        try c.encode(tls, forKey: .tls); try c.encode(thresholds, forKey: .thresholds)
+        try c.encode(storms, forKey: .storms); try c.encode(rest, forKey: .rest)
+        try c.encode(tls, forKey: .tls); try c.encode(thresholds, forKey: .thresholds); try c.encode(workers, forKey: .workers)
     }
 
     /// The summary as written to summary.json: pretty-printed, keys sorted, trailing newline.

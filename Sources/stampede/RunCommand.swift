@@ -30,6 +30,14 @@ struct Run: ParsableCommand {
               stampede run scenarios/chat-broadcast.yaml
               stampede run scenarios/chat-broadcast.yaml --clients 200 --duration 5
               stampede run scenarios/chat-local-server.yaml --target ws://127.0.0.1:8765/chat
+              stampede run scenarios/chat-100k.yaml                    # worker processes as needed
+              stampede run scenarios/chat-broadcast.yaml --processes 2
+              stampede run scenario.yaml --workers 10.0.0.5:7070,10.0.0.6:7070
+
+            Clients that need more file descriptors than one process may open (20,000 here)
+            run in worker processes (`--processes N` to choose); `--workers` spreads them over
+            `stampede worker`s on other hosts. Either way the run has one schedule, one
+            results folder with exactly merged histograms, and thresholds judged once.
             """)
 
     @Argument(help: "Scenario file (YAML).")
@@ -53,6 +61,9 @@ struct Run: ParsableCommand {
     @OptionGroup(title: "Live metrics")
     var metrics: MetricsOptions
 
+    @OptionGroup(title: "Worker processes")
+    var fleet: FleetOptions
+
     /// The flags that replace scenario fields, checked by the loader exactly as those fields are.
     var overrides: [ScenarioLoader.Override] {
         [("--target", load.target), ("--clients", clients), ("--duration", duration)].compactMap { flag, value in
@@ -68,6 +79,11 @@ struct Run: ParsableCommand {
         }
         let style: RunOptions.ProgressStyle = quiet ? .silent : (plain || isatty(STDERR_FILENO) == 0) ? .lines : .terminal
         var options = try load.runOptions(progress: style)
+        options.fleet = fleet.spec
+        // The workers parse the very text this process parsed, with the same overrides.
+        if let text = try? String(contentsOfFile: scenario, encoding: .utf8) {
+            options.scenarioSource = ScenarioSource(yaml: text, file: scenario, overrides: overrides)
+        }
         installSignalHandlers()
         // Up from before the run until its results are written (the engine returns after that).
         let live = try metrics.start(for: s)

@@ -13,6 +13,7 @@ import Testing
         ["StampedeLoop", "StampedeWire", "StampedeMetrics", "StampedeScenario"],
         ["StampedeSession"],
         ["StampedeWorkloads", "StampedeServers", "StampedeReport", "StampedeLive"],
+        ["StampedeFleet"],
         ["StampedeEngine"],
         ["stampede"],
     ]

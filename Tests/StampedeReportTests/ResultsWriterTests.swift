@@ -41,7 +41,7 @@ import Testing
             "peak_cpu_percent", "peak_client_loop_cpu_percent",
         ])
         let messages = try #require(json["messages"] as? [String: Any])
-        #expect(Set((messages["lost_by_reason"] as? [String: Any])?.keys.map { $0 } ?? []) == ["connection_closed", "timed_out", "interrupted", "dropped_while_disconnected"])
+        #expect(Set((messages["lost_by_reason"] as? [String: Any])?.keys.map { $0 } ?? []) == ["connection_closed", "timed_out", "interrupted", "dropped_while_disconnected", "worker_lost"])
         #expect(Set((messages["throughput_per_s"] as? [String: Any])?.keys.map { $0 } ?? []) == ["sent", "delivered", "fanout_received"])
         let latency = try #require(json["latency_us"] as? [String: Any])
         let roundTrip = try #require(latency["round_trip"] as? [String: Any])
@@ -166,7 +166,7 @@ import Testing
         let messages = ResultsWriter.summary(of: r).messages
         #expect(messages.accountingClosed == c.closed)
         #expect(messages.unaccounted == c.unaccounted)
-        #expect(messages.lostByReason == ["connection_closed": 0, "timed_out": c.lost, "interrupted": 0, "dropped_while_disconnected": 0])
+        #expect(messages.lostByReason == ["connection_closed": 0, "timed_out": c.lost, "interrupted": 0, "dropped_while_disconnected": 0, "worker_lost": 0])
     }
 
     @Test func fanoutMissingIsFlooredAtZero() {

@@ -1,0 +1,117 @@
+import StampedeMetrics
+
+/// The coordinator–worker protocol (docs/distributed.md). One stream per worker (a pipe pair to a
+/// local worker process, a TCP connection to `stampede worker`), carrying frames of
+/// `[UInt32 little-endian length][type byte][fields]`. The coordinator commands and asks; the
+/// worker answers every request (the cases ending in `Request`, `hello`, `clockProbe` and `plan`)
+/// in order and never speaks otherwise. Every instant is in the worker's own monotonic clock:
+/// the coordinator converts its own with the offset it measured (`ClockOffsetEstimator`).
+public enum FleetMessage: Sendable {
+    // Coordinator → worker.
+    case hello(version: UInt32)
+    case clockProbe(coordinatorNs: UInt64)
+    case plan(WorkerPlan)
+    case beginRampUp(startNs: UInt64)
+    case beginMessages(startNs: UInt64, endNs: UInt64)
+    case dropConnections(fraction: Double)
+    case storm(index: Int, atNs: UInt64, fraction: Double, mode: String, stallNs: UInt64)
+    case watch(index: Int, atNs: UInt64)
+    case churn(count: Int)
+    case beginDrain
+    case closeAll(lostReason: LossReason)
+    case stateRequest
+    case intervalRequest
+    case liveRequest
+    case stormsRequest
+    /// The run is over: the worker stops its loops, answers `bye` and exits.
+    case finish
+
+    // Worker → coordinator.
+    case helloReply(WorkerHello)
+    case clockReply(coordinatorNs: UInt64, workerNs: UInt64)
+    /// The worker's loops are up; its resident memory before any client connects.
+    case ready(loops: Int, residentBytes: UInt64)
+    /// The worker cannot run the plan (the target does not resolve there, a TLS file is missing …).
+    case refused(String)
+    case state(GroupState)
+    case interval(GroupInterval)
+    case live(Int)
+    case storms([StormShard])
+    case bye
+
+    /// Raised when either side changes a frame's layout.
+    public static let version: UInt32 = 1
+    /// No frame is longer (a full interval of 17 histograms is a few hundred KiB at most).
+    public static let maxFrameBytes = 64 << 20
+}
+
+/// What a worker is asked to run: the scenario as the coordinator read it (text and overrides,
+/// so both parse the same), its shard of the clients, and where an embedded target listens.
+public struct WorkerPlan: Sendable, Equatable {
+    public var scenarioYAML: String
+    /// The scenario's path on the coordinator (messages name it; relative files resolve from it).
+    public var scenarioFile: String
+    /// `(flag, value)` overrides (`--clients`, `--duration`, `--target`).
+    public var overrides: [[String]]
+    /// This worker's shard: it runs the global clients `g` with `g % shardCount == shardIndex`.
+    public var shardIndex: Int
+    public var shardCount: Int
+    /// Client event loops on the worker (0: one per core there).
+    public var loops: Int
+    /// The embedded target's port on the coordinator's host (0: the scenario's own target).
+    public var embeddedPort: Int
+    /// The embedded target's throw-away certificate, trusted for TLS ("" if none).
+    public var embeddedCertificatePEM: String
+    /// Worker clock − coordinator clock, nanoseconds: message stamps are written in the
+    /// coordinator's clock, so a sender and a receiver on different hosts agree.
+    public var clockOffsetNs: Int64
+
+    public init(scenarioYAML: String, scenarioFile: String, overrides: [[String]], shardIndex: Int, shardCount: Int, loops: Int,
+                embeddedPort: Int = 0, embeddedCertificatePEM: String = "", clockOffsetNs: Int64 = 0) {
+        self.scenarioYAML = scenarioYAML; self.scenarioFile = scenarioFile; self.overrides = overrides
+        self.shardIndex = shardIndex; self.shardCount = shardCount; self.loops = loops
+        self.embeddedPort = embeddedPort; self.embeddedCertificatePEM = embeddedCertificatePEM; self.clockOffsetNs = clockOffsetNs
+    }
+}
+
+/// Who a worker is: its own idea of its shard index (`JOB_COMPLETION_INDEX`, -1 if none), its
+/// process and host, and the kernel's boot id (two workers with the same one share a
+/// monotonic clock exactly, so no offset is estimated between them).
+public struct WorkerHello: Sendable, Equatable {
+    public var version: UInt32
+    public var index: Int
+    public var count: Int
+    public var pid: Int
+    public var hostname: String
+    public var bootID: String
+    public init(version: UInt32, index: Int, count: Int, pid: Int, hostname: String, bootID: String) {
+        self.version = version; self.index = index; self.count = count; self.pid = pid; self.hostname = hostname; self.bootID = bootID
+    }
+}
+
+/// A group of clients' gauges at a tick (every 100 ms): what the engine's phase logic needs.
+public struct GroupState: Sendable, Equatable {
+    public var open = 0, inFlight = 0, notYetStarted = 0
+    public var outstanding: UInt64 = 0
+    /// Messages sent and broadcasts received since the last interval boundary.
+    public var sent: UInt64 = 0, fanout: UInt64 = 0
+    public init() {}
+    public mutating func add(_ o: GroupState) {
+        open += o.open; inFlight += o.inFlight; notYetStarted += o.notYetStarted
+        outstanding += o.outstanding; sent += o.sent; fanout += o.fanout
+    }
+}
+
+/// A group of clients' measurements for one interval, taken (and reset) at its boundary.
+public struct GroupInterval: Sendable {
+    public var metrics: MetricsShard
+    public var open = 0, connecting = 0, reconnecting = 0
+    public var timerLagNs: UInt64 = 0
+    /// CPU of the group's client loops since they started (cumulative), nanoseconds.
+    public var loopCPUNs: UInt64 = 0
+    /// CPU of the group's whole process since it started, and its resident memory (0: the
+    /// group shares the engine's process, which measures itself).
+    public var processCPUNs: UInt64 = 0
+    public var residentBytes: UInt64 = 0
+    public init(metrics: MetricsShard = MetricsShard()) { self.metrics = metrics }
+}
