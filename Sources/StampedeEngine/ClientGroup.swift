@@ -150,7 +150,7 @@ extension LocalClientGroup {
     /// the whole run), dealt out to the loops in turn. Global indices keep the schedule global:
     /// client `g` connects at `start + g / connect_rate` and sends on its own slots wherever it runs.
     static func start(scenario given: Scenario, kind: any WorkloadKind, endpoint givenEndpoint: ClientEndpoint, tls: ClientTLS?, loopCount: Int,
-                      shard: (index: Int, count: Int) = (0, 1)) throws(RunSetupError) -> LocalClientGroup {
+                      shard: (index: Int, count: Int) = (0, 1), clockOffsetNs: Int64 = 0) throws(RunSetupError) -> LocalClientGroup {
         // Every process of the run works this out from the whole run's clients, so together they
         // stay within each source address's ports.
         var scenario = given
@@ -180,7 +180,8 @@ extension LocalClientGroup {
             let seed = scenario.seed &+ UInt64(shard.index * 4096 + i) &* 0x1000_0001
             let setup = LoopClientsSetup(scenario: scenario, loop: loop, endpoint: endpoint,
                                          clients: Array(stride(from: i, to: mine.count, by: count).map { mine[$0] }),
-                                         random: FastRandom(seed: seed), token: token, headerLines: headerLines, tls: tls)
+                                         random: FastRandom(seed: seed), token: token, headerLines: headerLines, tls: tls,
+                                         stampClockOffsetNs: clockOffsetNs)
             do { workloads.append(try kind.makeClients(setup)) } catch { loops.append(loop); abandon(); throw error }
             loops.append(loop)
             loop.start(name: "stampede-loop-\(i)")

@@ -164,8 +164,8 @@ final class RemoteClientGroup: ClientGroup {
 
     var summary: RunSummary.Worker {
         RunSummary.Worker(index: shardIndex, host: hello.hostname, pid: hello.pid, clients: clients, loops: loopCount,
-                          clockOffsetMicros: sameClock ? 0 : Double(clock.offsetNs) / 1000,
-                          clockUncertaintyMicros: sameClock ? 0 : Double(clock.uncertaintyNs) / 1000, sameClock: sameClock, lost: loss)
+                          clockOffsetMicros: Double(clock.offsetNs) / 1000,
+                          clockUncertaintyMicros: Double(clock.uncertaintyNs) / 1000, sameClock: sameClock, lost: loss)
     }
 }
 

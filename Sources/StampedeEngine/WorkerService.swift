@@ -129,7 +129,7 @@ public enum WorkerService {
             let tls = try RunEngine.makeClientTLS(scenario, embeddedCertificatePEM: plan.embeddedCertificatePEM.isEmpty ? nil : plan.embeddedCertificatePEM)
             let loops = plan.loops > 0 ? plan.loops : defaultLoops
             return .success(try LocalClientGroup.start(scenario: scenario, kind: kind, endpoint: endpoint, tls: tls, loopCount: loops,
-                                                       shard: (plan.shardIndex, plan.shardCount)))
+                                                       shard: (plan.shardIndex, plan.shardCount), clockOffsetNs: plan.clockOffsetNs))
         } catch {
             return .failure(error)
         }

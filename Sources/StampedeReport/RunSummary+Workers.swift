@@ -11,8 +11,9 @@ extension RunSummary {
         public var clients: Int
         public var loops: Int
         /// Worker clock − coordinator clock, microseconds, as the coordinator measured it (NTP-style
-        /// exchanges), and the most it can be off (half the best round trip). `same_clock`: the
-        /// worker runs on the coordinator's kernel (same boot id), so the offset is exactly 0.
+        /// exchanges), and the most the measurement can be off (half the best round trip).
+        /// `same_clock`: the worker runs on the coordinator's kernel (same boot id), so the clocks
+        /// are one and the run used 0 (the measurement then shows only the method's error).
         public var clockOffsetMicros: Double
         public var clockUncertaintyMicros: Double
         public var sameClock: Bool

@@ -28,6 +28,10 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         public var whileDisconnected: DisconnectedSends = .drop
         /// Seeds the open model's permutation of send slots (the scenario's seed).
         public var seed: UInt64 = 0
+        /// This process's clock − the run's clock (a worker on another host than its
+        /// coordinator): stamps are written and read in the run's clock, so a broadcast sent on
+        /// one host and received on another is timed right. 0 on one host.
+        public var stampClockOffsetNs: Int64 = 0
 
         public init(totalClients: Int, globalIndices: [Int], connectRate: Double, loadModel: LoadModel, totalRate: Double,
                     thinkTimeNs: UInt64, messageSize: Int, runTag: String) {
@@ -72,6 +76,11 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     var lastPingNs: [UInt64]
     lazy var heartbeatText: [UInt8] = Array((plan.heartbeat?.text ?? "heart").utf8)
     public private(set) var totalOutstanding: UInt64 = 0
+
+    /// A local instant in the run's clock (`Plan.stampClockOffsetNs`).
+    @inline(__always) func runClock(_ localNs: UInt64) -> UInt64 {
+        plan.stampClockOffsetNs >= 0 ? localNs &- UInt64(plan.stampClockOffsetNs) : localNs &+ UInt64(-plan.stampClockOffsetNs)
+    }
 
     public init(ws: WebSocketClients, plan: Plan) {
         self.ws = ws
@@ -168,7 +177,8 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
 
     @inline(__always)
     func sendMessage(_ k: Int, sequence: UInt32, intendedNs: UInt64) {
-        let stamp = MessageStamp(sender: UInt32(plan.globalIndices[k]), sequence: sequence, intendedNs: intendedNs, actualNs: EventLoop.now())
+        let stamp = MessageStamp(sender: UInt32(plan.globalIndices[k]), sequence: sequence, intendedNs: runClock(intendedNs),
+                                 actualNs: runClock(EventLoop.now()))
         suffixes[k].withUnsafeBytes { suffix in
             let length = ChatCodec.clientMessageLength(textSize: plan.messageSize, stamp: stamp, suffixLength: suffix.count)
             ws.send(k, opcode: .text, length: length) { out in
@@ -329,7 +339,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
             ws.metrics.count(.unparsedMessages)
             return
         }
-        let now = EventLoop.now()
+        let now = runClock(EventLoop.now())
         if Int(stamp.sender) == plan.globalIndices[k] {
             guard outstanding[k] > 0 else { ws.metrics.count(.unparsedMessages); return }
             outstanding[k] -= 1
@@ -338,7 +348,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
             ws.metrics.record(.roundTrip, nanoseconds: now &- stamp.intendedNs)
             ws.metrics.record(.roundTripUncorrected, nanoseconds: now &- stamp.actualNs)
             if plan.loadModel == .closed && phase == .messages {
-                if let next = schedule.nextAfterReply(now: now) { ws.schedule(at: next, token: token(.send, k)) }
+                if let next = schedule.nextAfterReply(now: EventLoop.now()) { ws.schedule(at: next, token: token(.send, k)) }
             }
         } else {
             ws.metrics.count(.fanoutReceived)

@@ -47,6 +47,7 @@ struct ChatKind: WorkloadKind {
         plan.heartbeat = s.heartbeat
         plan.whileDisconnected = s.whileDisconnected
         plan.seed = s.seed
+        plan.stampClockOffsetNs = setup.stampClockOffsetNs
         return ChatWorkload(ws: clients, plan: plan)
     }
 }

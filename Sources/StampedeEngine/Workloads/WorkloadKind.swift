@@ -71,6 +71,8 @@ struct LoopClientsSetup {
     var headerLines: [UInt8]
     /// The run's TLS client context (nil: plain TCP).
     var tls: ClientTLS?
+    /// This process's clock − the coordinator's (a worker on another host), for message stamps.
+    var stampClockOffsetNs: Int64 = 0
 
     /// The target address of each of this loop's clients when the target has several: global
     /// client `i` gets `addresses[i % count]`, whichever loop it runs on (the workloads index
