@@ -105,6 +105,8 @@ public final class RunEngine {
     /// What the scenario's events did, window by window.
     var eventBook = EventBook()
     var targetInChildProcess = false
+    /// Server processes of the child target (`RunPlan.targetProcesses`).
+    var targetProcesses = 1
     var childTarget: ChildTarget?
     var childAdmin: AdminEndpoint?
     /// The clients' TLS (`tls:`), nil for plain TCP.
@@ -131,6 +133,7 @@ public final class RunEngine {
         let plan = RunPlan(scenario: scenario, loops: options.loops, openFilesLimit: Int(limit), canSpawnTarget: options.stampedeExecutable != nil)
         if let problem = plan.problem { throw RunSetupError(problem) }
         targetInChildProcess = plan.targetInChildProcess
+        targetProcesses = plan.targetProcesses
         // Before the target starts: a setup that fails half-way still stops what it started.
         defer { shutdown(interrupted: options.interrupt.isRaised) }
         let endpoint = try startTarget()
