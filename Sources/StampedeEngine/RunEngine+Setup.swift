@@ -53,6 +53,8 @@ extension RunEngine {
                                                      + Double(scenario.clients) / scenario.connectRate + scenario.connectTimeoutSeconds * 4 + 120))]
         let (workloadArguments, environment) = try kind.serveArguments(scenario)
         arguments += workloadArguments
+        // More connections than one process's descriptors hold: several processes on one port.
+        if targetProcesses > 1 { arguments += ["--processes", String(targetProcesses)] }
         // The child makes its own throw-away certificate and says where it is: the key stays in its memory.
         if scenario.tls != nil { arguments.append("--tls-self-signed") }
         let child: ChildTarget
@@ -69,7 +71,7 @@ extension RunEngine {
         }
         if scenario.tls != nil { try trustChildCertificate(child) }
         childAdmin = AdminEndpoint(host: "127.0.0.1", port: adminPort)
-        progress.note("the embedded target runs in a child process (pid \(child.pid)): both ends of \(scenario.clients) connections do not fit in one process's file descriptors")
+        progress.note("the embedded target runs in a child process (pid \(child.pid)\(targetProcesses > 1 ? ", \(targetProcesses) server processes" : "")): both ends of \(scenario.clients) connections do not fit in one process's file descriptors")
         return (.ipv4(0x7F00_0001, port: UInt16(port)), port)
     }
 }

@@ -112,6 +112,8 @@ public final class RunEngine {
     var targetInChildProcess = false
     /// Set when a worker process was lost: the run stops, marked partial, and fails.
     var fleetFailure: String?
+    /// Server processes of the child target (`RunPlan.targetProcesses`).
+    var targetProcesses = 1
     var childTarget: ChildTarget?
     var childAdmin: AdminEndpoint?
     /// The clients' TLS (`tls:`), nil for plain TCP.
@@ -139,6 +141,7 @@ public final class RunEngine {
                            fleet: options.fleet, canSpawnWorkers: options.stampedeExecutable != nil && options.scenarioSource != nil)
         if let problem = plan.problem { throw RunSetupError(problem) }
         targetInChildProcess = plan.targetInChildProcess
+        targetProcesses = plan.targetProcesses
         // Before the target starts: a setup that fails half-way still stops what it started.
         defer { shutdown(interrupted: options.interrupt.isRaised) }
         let endpoint = try startTarget()

@@ -19,6 +19,10 @@ public struct RunPlan: Sendable, Equatable {
     public let descriptorsNeeded: Int
     /// The embedded target moves to a `stampede serve` child because both ends do not fit.
     public let targetInChildProcess: Bool
+    /// Server processes the embedded target takes when it cannot share this process
+    /// (`stampede serve --processes`, sharing one port): enough that each holds its share of the
+    /// connections within the open-file limit (`serverProcesses`); 1 otherwise.
+    public let targetProcesses: Int
     /// Why the run cannot start on this machine, or nil.
     public let problem: String?
 
@@ -66,13 +70,18 @@ public struct RunPlan: Sendable, Equatable {
         }
         descriptorsNeeded = needed
         targetInChildProcess = child
+        let serverEnds = s.clients * descriptorsPerClient
+        targetProcesses = embedded && openFilesLimit > 0 && serverEnds * 2 + 64 > openFilesLimit
+            ? Self.serverProcesses(connections: serverEnds, openFilesLimit: openFilesLimit) : 1
         if case .processes(let n) = fleet, openFilesLimit > 0, (s.clients + n - 1) / max(1, n) * descriptorsPerClient + 64 > openFilesLimit {
             let each = (s.clients + n - 1) / max(1, n) * descriptorsPerClient + 64
             problem = "--processes \(n): each worker process would need about \(each) file descriptors but a process may open \(openFilesLimit); use more processes"
+        } else if openFilesLimit > 0 && needed > openFilesLimit {
+            problem = "\(s.clients) clients need about \(needed) file descriptors \(embedded ? "(the embedded target holds the other end of every connection) " : "")but this process may open \(openFilesLimit). Use fewer clients, run the target in its own process (stampede serve), or split the load over worker processes (--processes N)."
+        } else if targetProcesses > 1, let why = WorkloadKinds.kind(of: s.workload).crossProcessProblem(s) {
+            problem = "\(s.clients) clients need an embedded target of \(targetProcesses) server processes (stampede serve --processes \(targetProcesses)), but \(why). Use at most \(Self.singleProcessClients(openFilesLimit: openFilesLimit, descriptorsPerClient: descriptorsPerClient)) clients, or your own target."
         } else {
-            problem = openFilesLimit > 0 && needed > openFilesLimit
-                ? "\(s.clients) clients need about \(needed) file descriptors \(embedded ? "(the embedded target holds the other end of every connection) " : "")but this process may open \(openFilesLimit). Use fewer clients, run the target in its own process (stampede serve), or split the load over worker processes (--processes N)."
-                : nil
+            problem = nil
         }
 
         connectTimeoutNs = nanoseconds(s.connectTimeoutSeconds)
@@ -81,6 +90,20 @@ public struct RunPlan: Sendable, Equatable {
         drainNs = nanoseconds(s.drainSeconds)
         rampBudgetNs = nanoseconds(Double(s.clients) / s.connectRate + s.connectTimeoutSeconds * 2 + (s.hub?.handshakeTimeoutSeconds ?? 0) + 5)
         eventOffsetsNs = s.events.map { nanoseconds($0.atSeconds) }
+    }
+
+    /// Server processes it takes to hold `connections` server ends when each process may open
+    /// `openFilesLimit` files: each keeps a tenth (at least 256) free for its own descriptors and
+    /// for the kernel's uneven spreading of connections over SO_REUSEPORT listeners.
+    public static func serverProcesses(connections: Int, openFilesLimit: Int) -> Int {
+        guard openFilesLimit > 0 else { return 1 }
+        let perProcess = max(1, openFilesLimit - max(256, openFilesLimit / 10))
+        return max(1, (connections + perProcess - 1) / perProcess)
+    }
+
+    /// Most clients whose embedded target fits in one server process.
+    static func singleProcessClients(openFilesLimit: Int, descriptorsPerClient: Int) -> Int {
+        max(1, (openFilesLimit - max(256, openFilesLimit / 10)) / max(1, descriptorsPerClient))
     }
 
     /// The message schedule every loop follows, begun for a phase starting at `startNs`.

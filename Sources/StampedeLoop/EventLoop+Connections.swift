@@ -40,6 +40,7 @@ extension EventLoop {
         s.deadlineTag = 0
         s.registrationErrno = 0
         s.tlsServer = nil
+        s.exempt = false
         // `dirty` stays set if queued; flushDirty skips free slots and clears it.
         slots[index] = s
         freeSlots.append(UInt32(index))
@@ -130,6 +131,11 @@ extension EventLoop {
         let fd = cs_socket_tcp(address.family)
         guard fd >= 0 else { return .failure(LoopError(operation: "socket", errno: cs_errno())) }
         _ = cs_set_int_option(fd, SOL_SOCKET, SO_REUSEADDR, 1)  // best effort: bind reports the outcome
+        if reusePort, cs_set_int_option(fd, SOL_SOCKET, SO_REUSEPORT, 1) != 0 {
+            let e = cs_errno()
+            Glibc.close(fd)
+            return .failure(LoopError(operation: "setsockopt SO_REUSEPORT", errno: e))
+        }
         if address.isIPv6 { _ = cs_set_int_option(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, 1) }  // [::] should not take IPv4 too
         let bindError = syscallStatus { address.withSockaddr(fd: fd, bind: true) }
         guard bindError == 0 else { Glibc.close(fd); return .failure(LoopError(operation: "bind \(address)", errno: bindError)) }
@@ -145,6 +151,25 @@ extension EventLoop {
             return .failure(LoopError(operation: "epoll_ctl", errno: e))
         }
         return .success((id, port))
+    }
+
+    /// Takes over a connected stream socket made elsewhere (a Unix-domain socket between server
+    /// processes, say): made non-blocking and served like an accepted connection, without an
+    /// `accepted` callback. With `exemptFromLimits` the loop's `limits` (output cap, send
+    /// timeout, throttling, deadlines) do not apply to it: it is a trusted internal link, not a
+    /// client, and must not be dropped as a slow consumer while its peer is busy.
+    public func adopt(fd: Int32, exemptFromLimits: Bool) -> Result<ConnectionID, LoopError> {
+        let flags = fcntl(fd, F_GETFL)
+        guard flags >= 0, fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0 else { return .failure(LoopError(operation: "fcntl O_NONBLOCK", errno: cs_errno())) }
+        let id = allocateSlot(fd: fd, state: .stream)
+        slots[Int(id.index)].exempt = exemptFromLimits
+        let epfd = epfd
+        let e = syscallStatus { cs_epoll_ctl(epfd, EPOLL_CTL_ADD, fd, EPOLLIN.rawValue | EPOLLRDHUP.rawValue, id.packed) }
+        guard e == 0 else {
+            releaseSlot(Int(id.index))
+            return .failure(LoopError(operation: "epoll_ctl", errno: e))
+        }
+        return .success(id)
     }
 
     func acceptAll(_ i: Int, listener: ConnectionID) {

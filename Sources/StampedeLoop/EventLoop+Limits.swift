@@ -32,7 +32,7 @@ extension EventLoop {
     /// it here would call its handler back in the middle of the write).
     @inline(__always)
     func fits(_ i: Int, _ n: Int) -> Bool {
-        guard let limits else { return true }
+        guard let limits, !slots[i].exempt else { return true }
         if slots[i].overLimit { return false }
         guard (slots[i].out?.count ?? 0) + n > limits.maxQueuedBytes else { return true }
         slots[i].overLimit = true
@@ -67,7 +67,7 @@ extension EventLoop {
     func sweep() {
         guard let limits else { sweepScheduled = false; return }
         let now = Self.now()
-        for i in slots.indices where slots[i].state == .stream {
+        for i in slots.indices where slots[i].state == .stream && !slots[i].exempt {
             let id = ConnectionID(index: UInt32(i), generation: slots[i].generation)
             if slots[i].pollingOut && now &- slots[i].lastProgress > limits.sendTimeoutNs {
                 peerClosed(i, id: id, reason: .slowConsumer)

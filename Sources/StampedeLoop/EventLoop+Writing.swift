@@ -41,7 +41,7 @@ extension EventLoop {
         }
         if !slots[i].backedUp, let out = slots[i].out, out.count > configuration.highWaterMark {
             slots[i].backedUp = true
-            if limits != nil {
+            if limits != nil && !slots[i].exempt {
                 // Stop reading it until its answers go out (see `ConnectionLimits`).
                 slots[i].throttled = true
                 updateInterest(i)

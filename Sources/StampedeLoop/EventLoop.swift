@@ -54,6 +54,8 @@ public final class EventLoop: @unchecked Sendable {
         var registrationErrno: Int32 = 0
         /// A listener's TLS context: connections it accepts speak TLS (nil: plain TCP).
         var tlsServer: TLSContext? = nil
+        /// Not subject to `limits` (see `adopt(fd:exemptFromLimits:)`).
+        var exempt = false
         /// `handshaking`: connected, the TLS handshake under way (see EventLoop+TLS.swift).
         enum State { case free, connecting, handshaking, stream, listener }
     }
@@ -94,6 +96,10 @@ public final class EventLoop: @unchecked Sendable {
         didSet { if limits != nil && !sweepScheduled { scheduleSweep() } }
     }
     var sweepScheduled = false
+    /// Listeners this loop opens from now on share their port with other sockets that set it too
+    /// (SO_REUSEPORT): several server processes on one port, the kernel spreading new
+    /// connections over them (`stampede serve --processes N`).
+    public var reusePort = false
 
     /// epoll data of the timerfd and the eventfd: no connection slot's packed id (slots stay
     /// far below 2^32 - 2, and generations start at 0 for them).

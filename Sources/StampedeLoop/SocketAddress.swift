@@ -84,6 +84,9 @@ public enum SocketAddress: Sendable, Hashable, CustomStringConvertible {
     /// Connects `fd` (a blocking socket) to this address: 0, or -1 with errno set.
     public func connectBlocking(_ fd: Int32) -> Int32 { withSockaddr(fd: fd, bind: false) }
 
+    /// Binds `fd` to this address (0 or -1 with errno set), as `bind(2)` does.
+    public func bind(_ fd: Int32) -> Int32 { withSockaddr(fd: fd, bind: true) }
+
     /// Connects (or binds, when `bind`) `fd` to this address through the C shim; 0 or -1 with errno.
     func withSockaddr(fd: Int32, bind: Bool) -> Int32 {
         switch self {

@@ -33,6 +33,9 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
         /// dropped because that queue was full (`DelayLine.maxQueued`).
         public var relaysQueued = 0
         public var relaysRefused = 0
+        /// `stampede serve --processes`: broadcasts other server processes made and this one
+        /// sent to its clients (their frames are counted in `framesBroadcast` too).
+        public var remoteBroadcasts = 0
     }
 
     enum State { case upgrading, open, closing }
@@ -63,6 +66,10 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
     var closingAfterDrop: [ConnectionID] = []
     /// Broadcasts held back by a `delay` fault.
     var delayLine = DelayLine()
+    /// `stampede serve --processes`: called with every broadcast frame as it goes out to this
+    /// process's clients, for the other processes to send to theirs (see `ServerProcessLink`).
+    /// Set before the loop starts; called on the loop thread.
+    public var remoteBroadcast: ((UnsafeRawBufferPointer) -> Void)?
 
     /// Largest client message accepted; bigger fails the connection (1009).
     static let maxMessageBytes = 1 << 20
@@ -359,17 +366,35 @@ public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
         case .now:
             for peer in openPeers { loop.write(peer, frame) }
             statistics.framesBroadcast += openPeers.count
+            remoteBroadcast?(frame)
         case .refused:
             statistics.relaysRefused += 1
         case .at(let deadline):
             // Held back: copied out (the shared buffer is reused), sent to whoever is open then.
             let held = [UInt8](frame)
             delayLine.submit(loop, at: deadline, token: Self.delayTimer) { [self] in
-                held.withUnsafeBytes { frame in for peer in openPeers { loop.write(peer, frame) } }
+                held.withUnsafeBytes { frame in
+                    for peer in openPeers { loop.write(peer, frame) }
+                    remoteBroadcast?(frame)
+                }
                 statistics.framesBroadcast += openPeers.count
             }
         }
         statistics.relaysQueued = delayLine.queued
+    }
+
+    /// Sends broadcast frames another server process made (`LinkRecord` broadcast records, in
+    /// order) to every open client here. Their delay and rate limit were acted out where they
+    /// were made. Call on the loop thread.
+    public func deliverRemote(records: [UInt8]) {
+        records.withUnsafeBytes { all in
+            _ = LinkRecord.parse(all) { kind, frame in
+                guard kind == .broadcast else { return }
+                for peer in openPeers { loop.write(peer, frame) }
+                statistics.framesBroadcast += openPeers.count
+                statistics.remoteBroadcasts += 1
+            }
+        }
     }
 
     /// `--max-rate`: relays at most `perSecond` client messages per second (0: no limit); the

@@ -1,3 +1,4 @@
+import CStampedeLinux
 import StampedeLoop
 
 /// What every reference server does so that no client, however abusive, makes it buffer
@@ -25,6 +26,11 @@ import StampedeLoop
 /// fixed + connections × (2 × `maxOutputBytes` + 2 MiB),
 /// i.e. about 10 MiB per connection with the defaults (fixed: code, tables, ~30 MiB).
 public struct ServerLimits: Sendable, Equatable {
+    /// Raises this process's soft open-files limit to its hard limit (a server holds one
+    /// descriptor per connection); returns the limit now in force (-1: unknown).
+    @discardableResult
+    public static func raiseOpenFilesLimit() -> Int { cs_raise_open_files_limit() }
+
     /// Most output queued for one connection before it is dropped as a slow consumer.
     public static let defaultMaxOutputBytes = 4 << 20
     /// A connection that accepts none of its waiting output for this long is dropped (s). nginx

@@ -210,8 +210,9 @@ public final class TargetAdmin: EventLoopHandler, @unchecked Sendable {
             guard values != nil else { return badRequest(id, problem) }
             let target = self.target
             target.loop.execute { [self] _ in
-                let json = target.statusJSON()
-                loop.execute { [self] _ in reply(id, status: 200, reason: "OK", body: json) }
+                target.status { [self] json in
+                    loop.execute { [self] _ in reply(id, status: 200, reason: "OK", body: json) }
+                }
             }
             return
         case "/fault/drop":
@@ -252,8 +253,9 @@ public final class TargetAdmin: EventLoopHandler, @unchecked Sendable {
         // (it is queued behind it), so its reply is on its way before the server hangs.
         let target = self.target
         target.loop.execute { [self] _ in
-            target.apply(fault)
-            loop.execute { [self] _ in reply(id, status: 200, reason: "OK", body: body) }
+            target.apply(fault) { [self] in
+                loop.execute { [self] _ in reply(id, status: 200, reason: "OK", body: body) }
+            }
         }
     }
 

@@ -46,10 +46,21 @@ public protocol FaultTarget: AnyObject, Sendable {
     func statusJSON() -> String
     /// Whether `apply(.delay(…))` has an effect (the chat and REST servers'; not yet the hub's).
     var supportsDelay: Bool { get }
+    /// Acts out `fault` and calls `done` once it is acted out (on the loop thread; later when
+    /// other processes act it out, as with `ServerGroup`). Call on the loop thread.
+    func apply(_ fault: TargetFault, then done: @escaping @Sendable () -> Void)
+    /// Calls `reply` with the statistics as JSON (on the loop thread; later when other
+    /// processes are asked, as with `ServerGroup`). Call on the loop thread.
+    func status(_ reply: @escaping @Sendable (String) -> Void)
 }
 
 extension FaultTarget {
     public var supportsDelay: Bool { false }
+    public func apply(_ fault: TargetFault, then done: @escaping @Sendable () -> Void) {
+        apply(fault)
+        done()
+    }
+    public func status(_ reply: @escaping @Sendable (String) -> Void) { reply(statusJSON()) }
 }
 
 /// What both servers keep to act out faults.

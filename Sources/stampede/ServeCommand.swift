@@ -101,7 +101,20 @@ struct Serve: ParsableCommand {
     @OptionGroup(title: "TLS")
     var tls: ServeTLSOptions
 
+    @Option(help: "Server processes sharing the port (SO_REUSEPORT; 1 to 64): a supervisor starts them, applies --admin-port faults to all and sums their statistics; chat broadcasts reach the clients of every process. --max-rate and --rate-limit are for all of them together.")
+    var processes: Int = 1
+
+    /// Internal (a server process of `--processes N`): its index, and its supervisor's link socket.
+    @Option(help: .hidden)
+    var processIndex: Int?
+
+    @Option(help: .hidden)
+    var processLink: String?
+
     func validate() throws {
+        guard (1...64).contains(processes) else { throw ValidationError("--processes must be from 1 to 64, got \(processes)") }
+        if (processIndex == nil) != (processLink == nil) { throw ValidationError("--process-index and --process-link are internal and come together") }
+        if let processIndex, !(0..<processes).contains(processIndex) { throw ValidationError("--process-index must be from 0 to --processes - 1") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535, got \(port)") }
         guard maxSeconds.isFinite, (0...7 * 24 * 3600).contains(maxSeconds) else {
             throw ValidationError("--max-seconds must be from 0 (until Ctrl-C) to 604800 (168h), got \(maxSeconds)")
@@ -131,16 +144,27 @@ struct Serve: ParsableCommand {
         var restSettings = try restConfiguration()
         let limits = try serverLimits()
         restSettings?.limits = limits
+        let path = self.path ?? (hub ? "/hub" : rest ? "/api" : "/chat")
+        ServerLimits.raiseOpenFilesLimit()
+        if processes > 1 && processLink == nil {
+            return try runSupervisor(at: at, shownHost: shownHost, path: path)
+        }
+        let isProcess = processLink != nil
+        if isProcess {
+            // A server process ends with its supervisor, however that ends (see ServeProcesses.swift).
+            ServerProcessLink.endWithParent()
+            if let n = restSettings?.rateLimit { restSettings?.rateLimit = (n + processes - 1) / processes }
+        }
         let tlsMade = try tls.make(host: listenAddress.hostText)
         defer { if tlsMade.removeAtExit, let f = tlsMade.trustFile { try? FileManager.default.removeItem(at: f.deletingLastPathComponent()) } }
         installSignalHandlers()
-        let path = self.path ?? (hub ? "/hub" : rest ? "/api" : "/chat")
         let loop: EventLoop
         var chatServer: ChatServer?
         var hubServer: HubServer?
         var restServer: RestServer?
         do {
             loop = try EventLoop(index: 0)
+            loop.reusePort = isProcess
             if var configuration = restSettings {
                 configuration.path = path
                 restServer = try RestServer(loop: loop, address: at, configuration: configuration, tls: tlsMade.context)
@@ -152,7 +176,8 @@ struct Serve: ParsableCommand {
                 chatServer = try ChatServer(loop: loop, address: at, path: path, limits: limits, tls: tlsMade.context)
             }
             // Before the loop starts, so the first message already waits.
-            if let maxRate { chatServer?.setMaxRate(maxRate) }
+            // --max-rate is the whole server's: each of N processes relays its share.
+            if let maxRate { chatServer?.setMaxRate(maxRate / Double(processes)) }
             if let ms = delay.flatMap(TargetFault.delayMilliseconds) {
                 if let chatServer { chatServer.apply(.delay(milliseconds: ms)) } else { restServer?.apply(.delay(milliseconds: ms)) }
             }
@@ -160,10 +185,17 @@ struct Serve: ParsableCommand {
             FileHandle.standardError.write(Data("error: cannot listen on \(at): \(error)\n".utf8))
             throw ExitCode(ExitStatus.runFailed)
         }
+        let target: any FaultTarget
+        if let restServer { target = restServer } else if let hubServer { target = hubServer } else { target = chatServer! }
+        var link: ServerProcessLink?
+        if let processLink, let processIndex {
+            do { link = try ServerProcessLink(path: processLink, index: processIndex, target: target, chat: chatServer) } catch {
+                FileHandle.standardError.write(Data("error: server process \(processIndex): cannot reach its supervisor: \(error)\n".utf8))
+                throw ExitCode(ExitStatus.runFailed)
+            }
+        }
         var admin: TargetAdmin?
-        if let adminPort {
-            let target: any FaultTarget
-            if let restServer { target = restServer } else if let hubServer { target = hubServer } else { target = chatServer! }
+        if let adminPort, !isProcess {
             do {
                 admin = try TargetAdmin(target: target, address: .ipv4(0x7F00_0001, port: UInt16(adminPort)))
             } catch {
@@ -173,25 +205,29 @@ struct Serve: ParsableCommand {
         }
         loop.start(name: "stampede-serve")
         let s = tlsMade.context == nil ? "" : "s"
-        if let restServer {
+        if isProcess {
+            // The supervisor prints where the group listens.
+        } else if let restServer {
             print("listening on http\(s)://\(shownHost):\(restServer.port)\(path) (REST)")
         } else if let hubServer {
             print("listening on http\(s)://\(shownHost):\(hubServer.port)\(path) (SignalR hub)")
         } else if let chatServer {
             print("listening on ws\(s)://\(shownHost):\(chatServer.port)\(path)")
         }
-        if let f = tlsMade.trustFile {
+        if let f = tlsMade.trustFile, !isProcess {
             print("TLS: self-signed certificate for \(tlsMade.names.joined(separator: ", ")); clients trust it with \(f.path)")
         }
         if let admin { print("admin on http://127.0.0.1:\(admin.port)") }
         fflush(nil)
         let start = Date()
-        while !interrupt.isRaised && (maxSeconds <= 0 || Date().timeIntervalSince(start) < maxSeconds) {
+        while !interrupt.isRaised && link?.isLost != true && (maxSeconds <= 0 || Date().timeIntervalSince(start) < maxSeconds) {
             Thread.sleep(forTimeInterval: 0.1)
         }
         admin?.stop()
+        link?.stop()
+        let served = processIndex.map { "process \($0) served:" } ?? "served:"
         if let stats = chatServer?.statisticsSnapshot() {
-            print("served: \(stats.upgraded) connections, \(stats.messagesReceived) messages received, \(stats.framesBroadcast) frames broadcast, \(stats.invalidMessages) invalid, "
+            print("\(served) \(stats.upgraded) connections, \(stats.messagesReceived) messages received, \(stats.framesBroadcast) frames broadcast, \(stats.invalidMessages) invalid, "
                 + (maxRate != nil ? "\(stats.relaysQueued) still queued by --max-rate, \(stats.relaysRefused) refused (queue full), " : "")
                 + "\(stats.limits.slowConsumersDropped) slow consumers dropped")
         }
@@ -201,10 +237,10 @@ struct Serve: ParsableCommand {
             Thread.sleep(forTimeInterval: 0.2)
         }
         if let stats = hubServer?.statisticsSnapshot() {
-            print("served: \(stats.handshakes) hub connections, \(stats.invocations.total) invocations, \(stats.protocolErrors) protocol errors")
+            print("\(served) \(stats.handshakes) hub connections, \(stats.invocations.total) invocations, \(stats.protocolErrors) protocol errors")
         }
         if let stats = restServer?.statisticsSnapshot() {
-            print("served: \(stats.requests) requests: \(stats.ok) ok, \(stats.notModified) not modified, \(stats.unauthorized) unauthorized, "
+            print("\(served) \(stats.requests) requests: \(stats.ok) ok, \(stats.notModified) not modified, \(stats.unauthorized) unauthorized, "
                 + "\(stats.rateLimited) rate limited, \(stats.notFound) not found")
         }
         loop.stop()

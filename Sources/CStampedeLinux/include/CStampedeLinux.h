@@ -204,4 +204,14 @@ static inline long cs_raise_open_files_limit(void) {
     return (long)rl.rlim_cur;
 }
 
+/// Asks the kernel to send `sig` to this process when the thread that started it ends
+/// (PR_SET_PDEATHSIG), so a server process of `stampede serve --processes` never outlives its
+/// supervisor, however the supervisor ends (defined in shim.c).
+int cs_die_with_parent(int sig);
+
+/// A blocking, close-on-exec Unix-domain stream socket at `path`: listening (backlog
+/// `backlog`) when `backlog` > 0, else connected to it. -1 with errno set on failure
+/// (ENAMETOOLONG for a path longer than sun_path). Defined in shim.c.
+int cs_unix_stream(const char *path, int backlog);
+
 #endif

@@ -20,6 +20,12 @@ struct HubKind: WorkloadKind {
         return (server, embeddedEndpoint(scenario, address: .ipv4(0x7F00_0001, port: server.port), port: Int(server.port)))
     }
 
+    /// The hub's broadcasts and groups stay within one server process (no backplane yet).
+    func crossProcessProblem(_ s: Scenario) -> String? {
+        s.hub?.receiveMethod != nil || s.hub?.join != nil
+            ? "hub broadcasts and groups (hub.receive, hub.join) do not cross server processes" : nil
+    }
+
     func serveArguments(_ scenario: Scenario) throws(RunSetupError) -> (arguments: [String], environment: [String: String]) { (["--hub"], [:]) }
 
     func embeddedEndpoint(_ scenario: Scenario, address: SocketAddress, port: Int) -> ClientEndpoint {

@@ -30,12 +30,16 @@ protocol WorkloadKind: Sendable {
     func makeClients(_ setup: LoopClientsSetup) throws(RunSetupError) -> any LoopWorkload
     /// Warnings the summary should carry, from the run's totals.
     func warnings(_ scenario: Scenario, totals: MetricsShard) -> [String]
+    /// Why the scenario cannot run against a reference target of several server processes
+    /// (`stampede serve --processes`), or nil when it can.
+    func crossProcessProblem(_ scenario: Scenario) -> String?
 }
 
 extension WorkloadKind {
     func descriptorsPerClient(_ scenario: Scenario) -> Int { 1 }
     func progressLatency(_ interval: MetricsShard) -> [LatencyMetric] { [.roundTrip] }
     func warnings(_ scenario: Scenario, totals: MetricsShard) -> [String] { [] }
+    func crossProcessProblem(_ scenario: Scenario) -> String? { nil }
 }
 
 /// The registration: which type describes each workload.
