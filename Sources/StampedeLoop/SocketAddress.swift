@@ -78,9 +78,6 @@ public enum SocketAddress: Sendable, Hashable, CustomStringConvertible {
         return with(port: 0).withSockaddr(fd: fd, bind: true) == 0 ? 0 : cs_errno()
     }
 
-    /// Binds `fd` to this address: 0, or -1 with errno set.
-    public func bind(_ fd: Int32) -> Int32 { withSockaddr(fd: fd, bind: true) }
-
     /// Connects `fd` (a blocking socket) to this address: 0, or -1 with errno set.
     public func connectBlocking(_ fd: Int32) -> Int32 { withSockaddr(fd: fd, bind: false) }
 
