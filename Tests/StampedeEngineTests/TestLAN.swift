@@ -13,6 +13,15 @@ import Testing
 /// shows an address of the LAN reached over anything but the LAN's own veth (from the root to
 /// every host, from every host to the root and to every other host); `remove()` deletes every
 /// namespace and link it made. Nothing is sent before those checks pass.
+///
+/// An Indexed Job of 4 workers against a target on a fifth host, the coordinator here:
+///
+///     let lan = try TestLAN.make(hosts: 5, salt: 1)
+///     defer { lan.remove() }
+///     let target = lan.exec(host: 4) + [stampedeBinary.path, "serve", "--host", lan.hosts[4].address, …]
+///     let worker = lan.exec(host: i, environment: TestLAN.podEnvironment(index: i, count: 4))
+///         + [stampedeBinary.path, "worker", "--listen", "\(lan.hosts[i].address):7070"]
+///     // then, in this namespace: stampede run … --workers 10.212.N.10:7070,…,10.212.N.13:7070
 struct TestLAN {
     struct Host {
         /// The host's network namespace.
