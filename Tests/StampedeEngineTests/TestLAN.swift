@@ -104,6 +104,18 @@ struct TestLAN {
             + environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
     }
 
+    /// Makes `name` resolve to `addresses` inside host `host`'s namespace only, as a headless
+    /// Service's name resolves to its pods: `ip netns exec` mounts /etc/netns/<namespace>/hosts
+    /// over /etc/hosts for the programs it starts (ip-netns(8)), and getaddrinfo returns every
+    /// address a name has there. A coordinator on that host can then use `--workers dns:NAME:PORT`.
+    /// `remove()` deletes the file.
+    func resolve(_ name: String, to addresses: [String], inside host: Int) throws {
+        let folder = URL(fileURLWithPath: "/etc/netns/\(hosts[host].namespace)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let lines = ["127.0.0.1 localhost", "::1 localhost"] + addresses.map { "\($0) \(name)" }
+        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: folder.appendingPathComponent("hosts"))
+    }
+
     /// What Kubernetes gives the pod of index `index` in an Indexed Job of `count` workers
     /// (deploy/kubernetes/job-workers.yaml): its completion index, the worker count the manifest
     /// sets, and the hostname `<job>-<index>`.
@@ -114,17 +126,24 @@ struct TestLAN {
     /// Deletes every namespace (which takes the veths and the bridge inside with it) and any
     /// link of ours left in the root namespace. Safe to call twice.
     func remove() {
-        for host in hosts { _ = try? TestNetworkNamespace.ip(["netns", "del", host.namespace]) }
+        for host in hosts {
+            _ = try? TestNetworkNamespace.ip(["netns", "del", host.namespace])
+            try? FileManager.default.removeItem(atPath: "/etc/netns/\(host.namespace)")
+        }
+        // /etc/netns itself only if empty (another test's files may be there).
+        _ = rmdir("/etc/netns")
         _ = try? TestNetworkNamespace.ip(["netns", "del", bridgeNamespace])
         for link in madeLinks where Self.linkExists(link) { _ = try? TestNetworkNamespace.ip(["link", "del", link]) }
     }
 
-    /// Every namespace and root-side link of this LAN that still exists (empty after `remove()`).
+    /// Every namespace, root-side link and /etc/netns file of this LAN that still exists (empty
+    /// after `remove()`).
     func leftovers() throws -> [String] {
         let namespaces = try TestNetworkNamespace.ip(["netns", "list"]).stdout
             .split(separator: "\n").compactMap { $0.split(separator: " ").first.map(String.init) }
         let ours = Set(hosts.map(\.namespace) + [bridgeNamespace])
-        return namespaces.filter { ours.contains($0) } + madeLinks.filter { Self.linkExists($0) }
+        let files = hosts.map { "/etc/netns/\($0.namespace)" }.filter { FileManager.default.fileExists(atPath: $0) }
+        return namespaces.filter { ours.contains($0) } + madeLinks.filter { Self.linkExists($0) } + files
     }
 
     private static func linkExists(_ name: String) -> Bool {

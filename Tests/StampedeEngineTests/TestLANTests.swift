@@ -2,8 +2,9 @@ import Foundation
 import Testing
 
 /// The test LAN (TestLAN.swift) the netns simulation of an Indexed Job runs on: TCP reaches a
-/// host from the root namespace and from another host, each with its own source address, a
-/// host's program sees the environment it was given, and nothing is left behind.
+/// host from the root namespace and from another host (by a name only that host resolves), each
+/// with its own source address, a host's program sees the environment it was given, and nothing
+/// is left behind.
 @Suite struct TestLANTests {
     /// Answers `count` connections on ADDRESS:PORT, one line each, then exits; bounded in time.
     static let listener = """
@@ -35,8 +36,11 @@ import Testing
 
         let fromRoot = try runProcess("/usr/bin/python3", ["-c", Self.client, server.address, port, "root"], timeout: 20)
         #expect(fromRoot.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "index=0 from=\(lan.rootAddress) said=root", "\(fromRoot.stderr)")
+        // Host 2 reaches host 0 by a name only host 2 resolves, as a pod reaches a headless Service.
+        let name = "stampede-workers.stampede.svc.cluster.local"
+        try lan.resolve(name, to: [server.address], inside: 2)
         let prefix = lan.exec(host: 2, environment: TestLAN.podEnvironment(index: 2, count: 3))
-        let fromHost = try runProcess(prefix[0], Array(prefix.dropFirst()) + ["/usr/bin/python3", "-c", Self.client, server.address, port, "host2"], timeout: 20)
+        let fromHost = try runProcess(prefix[0], Array(prefix.dropFirst()) + ["/usr/bin/python3", "-c", Self.client, name, port, "host2"], timeout: 20)
         #expect(fromHost.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "index=0 from=\(lan.hosts[2].address) said=host2", "\(fromHost.stderr)")
         #expect(listener.wait(timeout: 10) == 0, "\(listener.errors.withLock { $0 })")
 
