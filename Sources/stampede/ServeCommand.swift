@@ -31,6 +31,10 @@ struct Serve: ParsableCommand {
               POST /fault/delay?ms=N             hold every broadcast/response N ms (0: off; N <= 10000; not --hub)
               GET  /status                       statistics as JSON
 
+            With --processes N, N server processes share the port (SO_REUSEPORT) under one
+            supervisor: chat broadcasts reach the clients of every process, admin faults reach
+            every process and /status sums them (hub broadcasts and groups stay per process).
+
             Example:
               stampede serve --port 8765          # then target ws://127.0.0.1:8765/chat
               stampede serve --hub --port 5000    # then target http://127.0.0.1:5000/hub
@@ -39,6 +43,7 @@ struct Serve: ParsableCommand {
               stampede serve --hub --port 5001 --tls-self-signed --tls-cert-out /tmp/hub.pem
               stampede serve --port 8765 --admin-port 9100 &
               curl -X POST 'http://127.0.0.1:9100/fault/drop?mode=reset'
+              stampede serve --port 8765 --processes 4   # up to 4 x 18,000 chat connections
             """)
 
     @Option(help: "Local IPv4 or IPv6 address to listen on (127.0.0.1, ::1, or an address of this machine).")
