@@ -116,6 +116,10 @@ struct Serve: ParsableCommand {
     @Option(help: .hidden)
     var processLink: String?
 
+    /// Internal: the Unix time REST versions count from (the supervisor's start).
+    @Option(help: .hidden)
+    var restEpoch: Double?
+
     func validate() throws {
         guard (1...64).contains(processes) else { throw ValidationError("--processes must be from 1 to 64, got \(processes)") }
         if (processIndex == nil) != (processLink == nil) { throw ValidationError("--process-index and --process-link are internal and come together") }
@@ -159,6 +163,7 @@ struct Serve: ParsableCommand {
             // A server process ends with its supervisor, however that ends (see ServeProcesses.swift).
             ServerProcessLink.endWithParent()
             if let n = restSettings?.rateLimit { restSettings?.rateLimit = (n + processes - 1) / processes }
+            if let restEpoch, restEpoch.isFinite { restSettings?.versionEpoch = restEpoch }
         }
         let tlsMade = try tls.make(host: listenAddress.hostText)
         defer { if tlsMade.removeAtExit, let f = tlsMade.trustFile { try? FileManager.default.removeItem(at: f.deletingLastPathComponent()) } }

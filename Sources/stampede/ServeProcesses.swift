@@ -104,6 +104,9 @@ extension Serve {
         fflush(nil)
     }
 
+    /// When the supervisor started (Unix seconds): REST versions count from it in every process.
+    static let epoch = Date().timeIntervalSince1970
+
     /// The environment variable that carries --token to the server processes.
     static let tokenVariable = "STAMPEDE_SERVE_PROCESS_TOKEN"
 
@@ -163,7 +166,7 @@ extension Serve {
         var a = ["serve", "--host", host, "--port", String(port), "--path", path,
                  "--processes", String(processes), "--process-index", String(index), "--process-link", link]
         if hub { a.append("--hub") }
-        if rest { a.append("--rest") }
+        if rest { a += ["--rest", "--rest-epoch", "\(Self.epoch)"] }
         if let changeRate { a += ["--change-rate", "\(changeRate)"] }
         if token != nil { a += ["--token-env", Self.tokenVariable] }
         if let tokenEnv { a += ["--token-env", tokenEnv] }
