@@ -142,6 +142,14 @@ import Glibc
         #expect(messages["fanout_missing"] as? Int == 0)
     }
 
+    @Test func processCountsOutOfRangeAreBadInputNamingTheFlag() throws {
+        for n in ["0", "65"] {
+            let r = try runProcess(stampedeBinary.path, ["serve", "--processes", n, "--port", "0"], timeout: 30)
+            #expect(r.status == 2)
+            #expect(r.stderr.contains("--processes must be from 1 to 64"), "\(r.stderr)")
+        }
+    }
+
     @Test func hubScenariosThatBroadcastRefuseAnEmbeddedTargetOfSeveralProcesses() throws {
         var s = chatScenario(name: "hub-plan", clients: 19_000)
         s.workload = .hub
