@@ -53,7 +53,7 @@ for pid in "${RUNS[@]}"; do wait "$pid" || true; done
 CPU1=$(cpu_ticks $PIDS)
 for i in $(seq 1 "$R"); do
   S=$(grep '^results: ' "$OUT/run-$i.txt" | tail -1 | cut -d' ' -f2-)/summary.json
-  echo "run $i: connected $(field "$S" "d['connections']['connected']") of $EACH (failed $(field "$S" "d['connections']['failed']")), ramp-up $(field "$S" "d['phases_s']['ramp_up']") s, client RSS per connection $(field "$S" "round(d['generator']['rss_per_connection_bytes'] or 0)") B"
+  echo "run $i: connected $(field "$S" "d['connections']['connected']") of $EACH (failed $(field "$S" "d['connections']['failed']")), ramp-up $(field "$S" "d['phases_s']['ramp_up']") s, client RSS per connection $(field "$S" "round(d['generator']['rss_per_connection_bytes'] or 0)") B, errors $(field "$S" "{k: v for k, v in d['errors'].items() if v} or 'none'")"
 done
 echo "open at the peak (total, per server process): $SPREAD"
 echo "server RSS: $RSS0 KiB -> $PEAK KiB over $P processes = $(( (PEAK - RSS0) * 1024 / TOTAL )) bytes per connection"
