@@ -33,7 +33,8 @@ struct Serve: ParsableCommand {
 
             With --processes N, N server processes share the port (SO_REUSEPORT) under one
             supervisor: chat broadcasts reach the clients of every process, admin faults reach
-            every process and /status sums them (hub broadcasts and groups stay per process).
+            every process and /status sums them. Hub broadcasts and groups cross too, but hub
+            clients must use WebSockets and skip negotiation (no sticky sessions).
 
             Example:
               stampede serve --port 8765          # then target ws://127.0.0.1:8765/chat
@@ -199,7 +200,7 @@ struct Serve: ParsableCommand {
         if let restServer { target = restServer } else if let hubServer { target = hubServer } else { target = chatServer! }
         var link: ServerProcessLink?
         if let processLink, let processIndex {
-            do { link = try ServerProcessLink(path: processLink, index: processIndex, target: target, chat: chatServer) } catch {
+            do { link = try ServerProcessLink(path: processLink, index: processIndex, target: target, sharing: chatServer.map { $0 as any SharedBroadcasts } ?? hubServer) } catch {
                 FileHandle.standardError.write(Data("error: server process \(processIndex): cannot reach its supervisor: \(error)\n".utf8))
                 throw ExitCode(ExitStatus.runFailed)
             }

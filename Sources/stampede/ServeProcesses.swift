@@ -22,7 +22,7 @@ import Glibc
 extension Serve {
     func runSupervisor(at: SocketAddress, shownHost: String, path: String) throws {
         if hub {
-            FileHandle.standardError.write(Data("note: --hub with --processes: hub broadcasts and groups reach the clients of the same server process only (calls with an answer, streams and echoes work as with one process)\n".utf8))
+            FileHandle.standardError.write(Data("note: --hub with --processes: clients must use WebSockets and skip negotiation (a negotiated connection id is known only to the process that answered the negotiate, as with ASP.NET Core SignalR without sticky sessions); broadcasts and groups reach the clients of every process\n".utf8))
         }
         // A private folder for the link socket (and a self-signed key): mode 0700.
         var template = Array((FileManager.default.temporaryDirectory.path + "/stampede-serve-XXXXXX").utf8CString)

@@ -150,12 +150,49 @@ import Glibc
         }
     }
 
-    @Test func hubScenariosThatBroadcastRefuseAnEmbeddedTargetOfSeveralProcesses() throws {
+    @Test func hubBroadcastsCrossServerProcessesForClientsThatSkipNegotiation() throws {
+        let group = try Group(["--hub"])
+        defer { group.process.stop() }
+        let folder = temporaryFolder("hub-processes")
+        let scenario = folder.appendingPathComponent("hub.yaml")
+        try """
+            name: hub-two-processes
+            target: http://127.0.0.1:\(group.port)/hub
+            workload: hub
+            clients: 60
+            connect_rate: 1000
+            duration: 2s
+            message:
+              rate: 20
+              size: 64
+            hub:
+              transports: [websockets]
+              skip_negotiation: true
+              protocol: messagepack
+              operation: send
+              method: SendMessage
+              arguments: ["{user}", "{stamp}"]
+              receive: ReceiveMessage
+            """.write(to: scenario, atomically: true, encoding: .utf8)
+        let results = folder.appendingPathComponent("results")
+        let run = try runProcess(stampedeBinary.path, ["run", scenario.path, "--results", results.path, "--quiet"], timeout: 120)
+        #expect(run.status == 0, "\(run.stdout)\n\(run.stderr)")
+        let messages = try #require(try Self.summary(results)["messages"] as? [String: Any])
+        #expect(messages["accounting_closed"] as? Bool == true)
+        #expect(messages["fanout_missing"] as? Int == 0)
+        #expect((messages["fanout_expected"] as? Int ?? 0) > 0)
+        for p in try #require(try group.status()["perProcess"] as? [[String: Any]]) {
+            #expect((p["remoteBroadcasts"] as? Int ?? 0) > 0)
+        }
+
+        // The embedded target takes several processes only for hub clients that can use them.
         var s = chatScenario(name: "hub-plan", clients: 19_000)
         s.workload = .hub
         s.hub = HubSpec(transports: [.webSockets], receiveMethod: "ReceiveMessage")
-        let plan = RunPlan(scenario: s, loops: 2, openFilesLimit: 20_000, canSpawnTarget: true)
-        #expect(plan.targetProcesses == 2)
-        #expect(plan.problem?.contains("do not cross server processes") == true)
+        let negotiating = RunPlan(scenario: s, loops: 2, openFilesLimit: 20_000, canSpawnTarget: true)
+        #expect(negotiating.targetProcesses == 2)
+        #expect(negotiating.problem?.contains("skip_negotiation: true") == true)
+        s.hub?.skipNegotiation = true
+        #expect(RunPlan(scenario: s, loops: 2, openFilesLimit: 20_000, canSpawnTarget: true).problem == nil)
     }
 }
