@@ -103,6 +103,13 @@ import Glibc
         #expect(group.pids.count == 2 && !group.pids.contains(where: Self.isGone))
         kill(group.process.process.processIdentifier, SIGKILL)
         #expect(Self.waitUntilGone(group.pids))
+
+        // SIGTERM (or Ctrl-C): the supervisor ends its processes and exits 0 after them.
+        let other = try Group()
+        defer { other.process.stop() }
+        kill(other.process.process.processIdentifier, SIGTERM)
+        #expect(other.process.wait(timeout: 15) == 0)
+        #expect(Self.waitUntilGone(other.pids))
     }
 
     @Test func aServerProcessThatDiesIsReportedAndTheOthersEnd() throws {
