@@ -12,7 +12,7 @@ import Glibc
 ///
 /// Faults (`apply(_:)`, on the loop thread) make it drop everyone, refuse new clients for a
 /// while, or hang, so runs can measure how clients recover.
-public final class ChatServer: EventLoopHandler, FaultTarget, @unchecked Sendable {
+public final class ChatServer: EventLoopHandler, FaultTarget, SharedBroadcasts, @unchecked Sendable {
     public struct Statistics: Sendable, Equatable {
         public var accepted = 0
         public var upgraded = 0

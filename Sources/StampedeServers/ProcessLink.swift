@@ -93,6 +93,18 @@ extension TargetFault {
     }
 }
 
+/// A server whose broadcasts reach the clients of every server process of `stampede serve
+/// --processes`: it hands each broadcast it makes to `remoteBroadcast` (an opaque record), and
+/// sends records other processes made to its own clients in `deliverRemote(records:)`.
+public protocol SharedBroadcasts: AnyObject, Sendable {
+    var loop: EventLoop { get }
+    /// Set before the loop starts; called on the loop thread with each broadcast's record.
+    var remoteBroadcast: ((UnsafeRawBufferPointer) -> Void)? { get set }
+    /// Sends other processes' broadcasts (`LinkRecord` broadcast records, in order) to this
+    /// process's clients. Call on the loop thread.
+    func deliverRemote(records: [UInt8])
+}
+
 /// A server process's end of the link to its `stampede serve --processes` supervisor, on its own
 /// loop and thread (so faults and status requests are taken even while the server's loop is
 /// stalled, as `TargetAdmin` is): acts out the faults the supervisor sends on `target`, answers
@@ -100,7 +112,7 @@ extension TargetFault {
 public final class ServerProcessLink: EventLoopHandler, @unchecked Sendable {
     public let loop: EventLoop
     let target: any FaultTarget
-    let chat: ChatServer?
+    let shared: (any SharedBroadcasts)?
     var id: ConnectionID
     /// Broadcast records made by the chat loop, waiting for this loop to write them.
     let outbox = Mutex<[UInt8]>([])
@@ -110,10 +122,11 @@ public final class ServerProcessLink: EventLoopHandler, @unchecked Sendable {
     public var isLost: Bool { lostFlag.load(ordering: .relaxed) }
 
     /// Connects to the supervisor's socket at `path`, says hello as process `index`, and starts
-    /// the link's loop. With `chat`, its broadcasts are shared with the other processes.
-    public init(path: String, index: Int, target: any FaultTarget, chat: ChatServer?) throws(LoopError) {
+    /// the link's loop. With `sharing` (the chat server or the hub), its broadcasts are shared
+    /// with the other processes.
+    public init(path: String, index: Int, target: any FaultTarget, sharing: (any SharedBroadcasts)?) throws(LoopError) {
         self.target = target
-        self.chat = chat
+        self.shared = sharing
         let fd = path.withCString { cs_unix_stream($0, 0) }
         guard fd >= 0 else { throw LoopError(operation: "connect to \(path)", errno: cs_errno()) }
         // The hello goes out now, blocking: a loop only writes once it wakes up.
@@ -132,9 +145,9 @@ public final class ServerProcessLink: EventLoopHandler, @unchecked Sendable {
         case .failure(let e): Glibc.close(fd); throw e
         }
         loop.handler = self
-        if let chat {
-            // Called on the chat loop: batched, one wake-up of this loop per burst of broadcasts.
-            chat.remoteBroadcast = { [self] frame in
+        if let shared {
+            // Called on the server's loop: batched, one wake-up of this loop per burst of broadcasts.
+            shared.remoteBroadcast = { [self] frame in
                 let wasEmpty = outbox.withLock { out in
                     let empty = out.isEmpty
                     LinkRecord.append(.broadcast, frame, to: &out)
@@ -193,10 +206,10 @@ public final class ServerProcessLink: EventLoopHandler, @unchecked Sendable {
                 break
             }
         }
-        if !frames.isEmpty, let chat {
-            // One task per read, not per frame: the chat loop sends them to its clients in order.
+        if !frames.isEmpty, let shared {
+            // One task per read, not per frame: the server's loop sends them to its clients in order.
             let batch = frames
-            chat.loop.execute { _ in chat.deliverRemote(records: batch) }
+            shared.loop.execute { _ in shared.deliverRemote(records: batch) }
         }
         guard let used else {
             lostFlag.store(true, ordering: .relaxed)

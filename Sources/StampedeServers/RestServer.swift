@@ -45,6 +45,10 @@ public final class RestServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
         public var chunked: Bool = false
         /// Output limit and timeouts (see `ServerLimits`).
         public var limits = ServerLimits()
+        /// The Unix time versions count from (nil: when the server starts). The server
+        /// processes of `stampede serve --processes` share their supervisor's, so a client
+        /// whose connections land on different processes sees one version sequence.
+        public var versionEpoch: Double? = nil
 
         public init(path: String = "/api", changeRate: Double = 1, token: String? = nil, rateLimit: Int? = nil,
                     bodySize: Int = 256, chunked: Bool = false, limits: ServerLimits = ServerLimits()) {
@@ -144,7 +148,7 @@ public final class RestServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
         self.loop = loop
         self.configuration = configuration
         self.clock = clock
-        start = clock()
+        start = configuration.versionEpoch ?? clock()
         changeRate = configuration.changeRate.isFinite && configuration.changeRate > 0 ? configuration.changeRate : 0
         rateLimit = configuration.rateLimit.map { max(1, $0) }
         bodySize = min(max(0, configuration.bodySize), Self.maxBodySize)

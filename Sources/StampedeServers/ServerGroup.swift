@@ -63,13 +63,18 @@ public final class ServerGroup: EventLoopHandler, FaultTarget, @unchecked Sendab
             // The hello follows the connect at once; a peer that sends none is not ours.
             var tv = timeval(tv_sec: 5, tv_usec: 0)
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-            var head = [UInt8](repeating: 0, count: 32)
-            let n = recv(fd, &head, head.count, 0)
+            // Exactly the hello's bytes: what follows it (broadcasts of clients that came early)
+            // stays in the socket for the loop.
+            var head = [UInt8](repeating: 0, count: LinkRecord.headerLength)
             var index = -1
-            if n > LinkRecord.headerLength {
-                _ = head.withUnsafeBytes { LinkRecord.parse(UnsafeRawBufferPointer(rebasing: $0[0..<n])) { kind, payload in
-                    if kind == .hello, let i = Int(String(decoding: payload, as: UTF8.self)) { index = i }
-                } }
+            if recv(fd, &head, head.count, Int32(MSG_WAITALL)) == head.count, head[4] == LinkRecord.Kind.hello.rawValue {
+                let n = Int(head[0]) << 24 | Int(head[1]) << 16 | Int(head[2]) << 8 | Int(head[3])
+                if (2...16).contains(n) {
+                    var payload = [UInt8](repeating: 0, count: n - 1)
+                    if recv(fd, &payload, payload.count, Int32(MSG_WAITALL)) == payload.count {
+                        index = Int(String(decoding: payload, as: UTF8.self)) ?? -1
+                    }
+                }
             }
             guard (0..<count).contains(index), byIndex[index] == nil else { Glibc.close(fd); continue }
             byIndex[index] = fd

@@ -31,6 +31,11 @@ struct Serve: ParsableCommand {
               POST /fault/delay?ms=N             hold every broadcast/response N ms (0: off; N <= 10000; not --hub)
               GET  /status                       statistics as JSON
 
+            With --processes N, N server processes share the port (SO_REUSEPORT) under one
+            supervisor: chat broadcasts reach the clients of every process, admin faults reach
+            every process and /status sums them. Hub broadcasts and groups cross too, but hub
+            clients must use WebSockets and skip negotiation (no sticky sessions).
+
             Example:
               stampede serve --port 8765          # then target ws://127.0.0.1:8765/chat
               stampede serve --hub --port 5000    # then target http://127.0.0.1:5000/hub
@@ -39,6 +44,7 @@ struct Serve: ParsableCommand {
               stampede serve --hub --port 5001 --tls-self-signed --tls-cert-out /tmp/hub.pem
               stampede serve --port 8765 --admin-port 9100 &
               curl -X POST 'http://127.0.0.1:9100/fault/drop?mode=reset'
+              stampede serve --port 8765 --processes 4   # up to 4 x 18,000 chat connections
             """)
 
     @Option(help: "Local IPv4 or IPv6 address to listen on (127.0.0.1, ::1, or an address of this machine).")
@@ -111,6 +117,10 @@ struct Serve: ParsableCommand {
     @Option(help: .hidden)
     var processLink: String?
 
+    /// Internal: the Unix time REST versions count from (the supervisor's start).
+    @Option(help: .hidden)
+    var restEpoch: Double?
+
     func validate() throws {
         guard (1...64).contains(processes) else { throw ValidationError("--processes must be from 1 to 64, got \(processes)") }
         if (processIndex == nil) != (processLink == nil) { throw ValidationError("--process-index and --process-link are internal and come together") }
@@ -154,6 +164,7 @@ struct Serve: ParsableCommand {
             // A server process ends with its supervisor, however that ends (see ServeProcesses.swift).
             ServerProcessLink.endWithParent()
             if let n = restSettings?.rateLimit { restSettings?.rateLimit = (n + processes - 1) / processes }
+            if let restEpoch, restEpoch.isFinite { restSettings?.versionEpoch = restEpoch }
         }
         let tlsMade = try tls.make(host: listenAddress.hostText)
         defer { if tlsMade.removeAtExit, let f = tlsMade.trustFile { try? FileManager.default.removeItem(at: f.deletingLastPathComponent()) } }
@@ -189,7 +200,7 @@ struct Serve: ParsableCommand {
         if let restServer { target = restServer } else if let hubServer { target = hubServer } else { target = chatServer! }
         var link: ServerProcessLink?
         if let processLink, let processIndex {
-            do { link = try ServerProcessLink(path: processLink, index: processIndex, target: target, chat: chatServer) } catch {
+            do { link = try ServerProcessLink(path: processLink, index: processIndex, target: target, sharing: chatServer.map { $0 as any SharedBroadcasts } ?? hubServer) } catch {
                 FileHandle.standardError.write(Data("error: server process \(processIndex): cannot reach its supervisor: \(error)\n".utf8))
                 throw ExitCode(ExitStatus.runFailed)
             }

@@ -22,7 +22,7 @@ import Glibc
 extension Serve {
     func runSupervisor(at: SocketAddress, shownHost: String, path: String) throws {
         if hub {
-            FileHandle.standardError.write(Data("note: --hub with --processes: hub broadcasts and groups reach the clients of the same server process only (calls with an answer, streams and echoes work as with one process)\n".utf8))
+            FileHandle.standardError.write(Data("note: --hub with --processes: clients must use WebSockets and skip negotiation (a negotiated connection id is known only to the process that answered the negotiate, as with ASP.NET Core SignalR without sticky sessions); broadcasts and groups reach the clients of every process\n".utf8))
         }
         // A private folder for the link socket (and a self-signed key): mode 0700.
         var template = Array((FileManager.default.temporaryDirectory.path + "/stampede-serve-XXXXXX").utf8CString)
@@ -104,6 +104,9 @@ extension Serve {
         fflush(nil)
     }
 
+    /// When the supervisor started (Unix seconds): REST versions count from it in every process.
+    static let epoch = Date().timeIntervalSince1970
+
     /// The environment variable that carries --token to the server processes.
     static let tokenVariable = "STAMPEDE_SERVE_PROCESS_TOKEN"
 
@@ -163,7 +166,7 @@ extension Serve {
         var a = ["serve", "--host", host, "--port", String(port), "--path", path,
                  "--processes", String(processes), "--process-index", String(index), "--process-link", link]
         if hub { a.append("--hub") }
-        if rest { a.append("--rest") }
+        if rest { a += ["--rest", "--rest-epoch", "\(Self.epoch)"] }
         if let changeRate { a += ["--change-rate", "\(changeRate)"] }
         if token != nil { a += ["--token-env", Self.tokenVariable] }
         if let tokenEnv { a += ["--token-env", tokenEnv] }

@@ -20,10 +20,13 @@ struct HubKind: WorkloadKind {
         return (server, embeddedEndpoint(scenario, address: .ipv4(0x7F00_0001, port: server.port), port: Int(server.port)))
     }
 
-    /// The hub's broadcasts and groups stay within one server process (no backplane yet).
+    /// Broadcasts and groups cross server processes (HubServer+Backplane.swift), but a
+    /// negotiated connection id is known only to the process that answered the negotiate, so
+    /// clients must skip it, as with ASP.NET Core SignalR behind a balancer without sticky sessions.
     func crossProcessProblem(_ s: Scenario) -> String? {
-        s.hub?.receiveMethod != nil || s.hub?.join != nil
-            ? "hub broadcasts and groups (hub.receive, hub.join) do not cross server processes" : nil
+        let spec = s.hub ?? HubSpec()
+        return spec.skipNegotiation && spec.transports == [.webSockets] ? nil
+            : "a hub of several processes takes only WebSocket clients that skip negotiation (hub.transports: [websockets], hub.skip_negotiation: true): a negotiated connection id is known only to the process that answered the negotiate, as with ASP.NET Core SignalR without sticky sessions"
     }
 
     func serveArguments(_ scenario: Scenario) throws(RunSetupError) -> (arguments: [String], environment: [String: String]) { (["--hub"], [:]) }

@@ -114,6 +114,7 @@ extension HubServer {
             if let id { completeWithResult(p, c, id, UnsafeRawBufferPointer(rebasing: buf[a])) }
         case .sendMessage:
             guard let u = arg(0), let t = arg(1), let user = textArgument(p, buf, u), let message = textArgument(p, buf, t) else { return bindingError() }
+            shareBroadcast(p, buf, user: user, message: message, group: nil)
             let n = broadcastReceiveMessage(p, buf, user: user, message: message, to: members)
             statistics.messagesBroadcast += n
             if let id { completeVoid(p, c, id) }
@@ -121,6 +122,7 @@ extension HubServer {
             guard let g = arg(0), let u = arg(1), let t = arg(2), let gc = P.stringContents(buf, value: g),
                   let user = textArgument(p, buf, u), let message = textArgument(p, buf, t) else { return bindingError() }
             let groupName = decoded(p, buf, gc, into: text)
+            shareBroadcast(p, buf, user: user, message: message, group: groupName)
             if let gi = groups.find(groupName) {
                 let recipients = groups.members(of: gi)
                 let n = broadcastReceiveMessage(p, buf, user: user, message: message, to: recipients)

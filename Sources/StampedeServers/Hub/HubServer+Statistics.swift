@@ -46,6 +46,9 @@ extension HubServer {
         public var invocations = MethodCounts()
         /// ReceiveMessage copies queued (SendMessage and SendToGroup fan-out).
         public var messagesBroadcast = 0
+        /// `stampede serve --processes`: broadcasts other server processes received and this one
+        /// passed to its clients (their copies are counted in `messagesBroadcast` too).
+        public var remoteBroadcasts = 0
         public var completionsSent = 0
         public var streamItemsSent = 0
         public var streamsCanceled = 0

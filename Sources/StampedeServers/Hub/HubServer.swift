@@ -100,6 +100,10 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
     /// Decoded invocation ids.
     let idScratch = HubScratch(512)
     let broadcast = HubBroadcast()
+    /// `stampede serve --processes`: called with every SendMessage/SendToGroup broadcast as a
+    /// record for the other server processes (HubServer+Backplane.swift). Set before the loop
+    /// starts; called on the loop thread.
+    public var remoteBroadcast: ((UnsafeRawBufferPointer) -> Void)?
     var isShutDown = false
     var faults = FaultState()
 
