@@ -69,6 +69,9 @@ public final class EventLoop: @unchecked Sendable {
     var freeSlots: [UInt32] = []
     var dirtySlots: [UInt32] = []
     var flushBatch: [UInt32] = []
+    /// Drained queues kept for the next connection that needs one (`EventLoop+SpareBuffers`).
+    var spareBuffers: [ByteBuffer] = []
+    var spareBytes = 0
     var timers = TimerHeap()
     var armedDeadline: UInt64 = .max
     let readBuffer: UnsafeMutableRawBufferPointer
