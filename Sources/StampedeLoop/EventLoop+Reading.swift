@@ -37,7 +37,7 @@ extension EventLoop {
             // releasing the slot must not free memory the handler is still looking at.
             slots[index].pending = nil
             let used = handler.received(id, buffer: pending.readable, loop: self)
-            guard let i = slotIndex(id) else { return }
+            guard let i = slotIndex(id) else { recycle(pending); return }
             pending.consume(used)
             // All consumed: an idle connection holds no input queue (`EventLoop+SpareBuffers`).
             if pending.isEmpty { recycle(pending) } else { slots[i].pending = pending }

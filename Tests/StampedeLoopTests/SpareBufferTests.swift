@@ -3,7 +3,8 @@ import Testing
 
 /// A connection holds a write or input queue only while bytes are in it (issue 15, item 4):
 /// drained queues go back to the loop's spares and the next writer reuses one, so an idle
-/// connection costs no buffer and steady traffic allocates none.
+/// connection costs no buffer and steady traffic allocates none. `heldBufferCount` (what the
+/// hub's memory test reads) agrees with the slots.
 @Suite struct SpareBufferTests {
     @Test func aDrainedWriteQueueIsReleasedAndReusedByTheNextWrite() throws {
         let server = try TestLoop({ h in
@@ -18,6 +19,8 @@ import Testing
         // Both sides wrote and both are idle again: neither connection holds a queue.
         #expect(client.sync { $0.heldBufferCount } == 0)
         #expect(server.sync { $0.heldBufferCount } == 0)
+        #expect(client.sync { loop in loop.slots.allSatisfy { $0.out == nil && $0.pending == nil } })
+        #expect(server.sync { loop in loop.slots.allSatisfy { $0.out == nil && $0.pending == nil } })
         let spare = try #require(client.sync { loop in loop.spareBuffers.last.map(ObjectIdentifier.init) })
 
         for round in 1...20 {
@@ -40,9 +43,11 @@ import Testing
         client.write(pair.clientID, [1, 2, 3, 4, 5, 6])
         server.handler.wait("first record") { $0.receivedCount(on: pair.serverID) == 4 }
         #expect(server.sync { $0.heldBufferCount } == 1)  // two bytes of a record wait
+        #expect(server.sync { loop in loop.slots.filter { $0.pending != nil }.count } == 1)
         client.write(pair.clientID, [7, 8])
         server.handler.wait("second record") { $0.receivedCount(on: pair.serverID) == 8 }
         #expect(server.sync { $0.heldBufferCount } == 0)
+        #expect(server.sync { loop in loop.slots.allSatisfy { $0.pending == nil } })
         #expect(server.handler.received(on: pair.serverID) == [1, 2, 3, 4, 5, 6, 7, 8])
     }
 }
