@@ -126,9 +126,9 @@ public struct WebSocketClientSession: Sendable {
         case aborted
     }
 
-    /// The configuration; once the connection is open its per-connection `path` is released
-    /// (as are `upgradeRequest` and `key`): an idle open connection keeps none of the upgrade's
-    /// scratch.
+    /// The configuration; once the connection is open its per-connection `path` and `headers`
+    /// are released (as are `upgradeRequest` and `key`): an idle open connection keeps none of
+    /// the upgrade's scratch.
     public private(set) var configuration: Configuration
     public private(set) var state: State = .connecting
     /// The upgrade request, once `connected` built it (written once per connection); empty
@@ -261,16 +261,18 @@ public struct WebSocketClientSession: Sendable {
         }
     }
 
-    /// Frees what only the upgrade needed (the request, the key, the per-connection path).
+    /// Frees what only the upgrade needed (the request, the key, the per-connection path and
+    /// extra headers, such as a hub client's Authorization).
     mutating func releaseUpgradeScratch() {
         upgradeRequest = []
         key = ""
         configuration.path = ""
+        configuration.headers = []
     }
 
     /// Whether the upgrade's scratch is still held (false once open).
     public var holdsUpgradeScratch: Bool {
-        upgradeRequest.capacity > 0 || !key.isEmpty || !configuration.path.isEmpty
+        upgradeRequest.capacity > 0 || !key.isEmpty || !configuration.path.isEmpty || !configuration.headers.isEmpty
     }
 
     /// Frames until one calls for an action (`WebSocketReceiver.nextStep`, shared with the server).

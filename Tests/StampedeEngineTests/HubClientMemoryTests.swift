@@ -8,7 +8,8 @@ import Testing
 /// A hub client carries only the state of its transport and protocol (issue 15, item 4): once
 /// its WebSocket is open and the hub handshake done, an idle client holds no HTTP state (the
 /// negotiate exchange and its body are gone), no upgrade scratch, no inbound bytes, no replay,
-/// no user name nobody asked for, and its loop holds no write or input queue for it.
+/// no user name nobody asked for, and its loop holds no write or input queue for it. The clients
+/// send a bearer token and an extra header, whose upgrade headers are released too.
 /// Figures: Benchmarks/memory-per-connection.sh.
 @Suite struct HubClientMemoryTests {
     @Test func idleConnectedWebSocketHubClientsHoldNoBuffersNorHTTPState() throws {
@@ -18,8 +19,8 @@ import Testing
         let n = 40
         let plan = HubPlan(totalClients: n, globalIndices: Array(0..<n), connectRate: 2000, loadModel: .open, totalRate: 0,
                            thinkTimeNs: 0, messageSize: 16, spec: HubSpec(transports: [.webSockets], operation: .none),
-                           base: HubURL(host: "127.0.0.1", port: Int(hub.port), path: "/hub", query: ""), accessToken: nil,
-                           extraHeaderLines: [], connectTimeoutNs: 5_000_000_000, maxMessageBytes: 1 << 20,
+                           base: HubURL(host: "127.0.0.1", port: Int(hub.port), path: "/hub", query: ""), accessToken: "memory-test-token",
+                           extraHeaderLines: Array("X-Memory-Test: 1\r\n".utf8), connectTimeoutNs: 5_000_000_000, maxMessageBytes: 1 << 20,
                            sourceAddresses: [], runTag: "memory")
         let clients = JSONHubClients(loop: loop, plan: plan, address: .ipv4(0x7F00_0001, port: hub.port), random: FastRandom(seed: 15))
         loop.start(name: "hub-memory-test")
