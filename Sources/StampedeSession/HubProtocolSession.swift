@@ -106,9 +106,9 @@ public struct HubProtocolSession<Codec: HubProtocolCodec> {
     /// When a hub message was last sent and when data was last received (§5).
     public private(set) var lastSentNs: UInt64 = 0
     public private(set) var lastReceivedNs: UInt64 = 0
-    /// Stateful reconnect's bookkeeping (§6), made at its first write: a session that never
-    /// numbers a message carries one nil reference instead. Copied before a write when shared,
-    /// so the session keeps value semantics.
+    /// Stateful reconnect's bookkeeping (§6), made when the handshake asks for stateful
+    /// reconnect (or at its first write): a session without it carries one nil reference.
+    /// Copied before a write when shared, so the session keeps value semantics.
     var book: HubStatefulBook? = nil
 
     /// Numbered messages (types 1–5) sent and received on this logical connection (§6).
@@ -184,6 +184,9 @@ public struct HubProtocolSession<Codec: HubProtocolCodec> {
     /// stateful reconnect, which only WebSockets after a negotiate that agreed to it may do.
     public mutating func handshakeRequest(statefulReconnect: Bool, now: UInt64, into out: UnsafeMutableRawBufferPointer) -> Int? {
         isStateful = statefulReconnect
+        // The bookkeeping exists only when stateful reconnect is asked for, made here rather
+        // than on the first message.
+        if statefulReconnect { _ = writableBook } else { book = nil }
         guard let n = HubHandshake.writeRequest(protocolName: Codec.protocolName, version: statefulReconnect ? 2 : 1, into: out) else { return nil }
         lastSentNs = now
         return n
