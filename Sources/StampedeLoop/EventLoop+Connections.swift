@@ -22,9 +22,8 @@ extension EventLoop {
 
     func releaseSlot(_ index: Int) {
         var s = slots[index]
-        queuedBytes -= s.out?.count ?? 0
-        s.out?.clear(); s.out?.shrinkIfIdle(limit: 16 * 1024)
-        s.pending?.clear(); s.pending?.shrinkIfIdle(limit: 16 * 1024)
+        if let out = s.out { queuedBytes -= out.count; recycle(out); s.out = nil }
+        if let pending = s.pending { recycle(pending); s.pending = nil }
         s.fd = -1
         s.stream = .plainTCP
         s.state = .free

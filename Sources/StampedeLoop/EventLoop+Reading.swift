@@ -37,16 +37,17 @@ extension EventLoop {
             // releasing the slot must not free memory the handler is still looking at.
             slots[index].pending = nil
             let used = handler.received(id, buffer: pending.readable, loop: self)
-            guard let i = slotIndex(id) else { return }
+            guard let i = slotIndex(id) else { recycle(pending); return }
             pending.consume(used)
-            slots[i].pending = pending
+            // All consumed: an idle connection holds no input queue (`EventLoop+SpareBuffers`).
+            if pending.isEmpty { recycle(pending) } else { slots[i].pending = pending }
             return
         }
         let view = UnsafeMutableRawBufferPointer(rebasing: readBuffer[0..<n])
         let used = handler.received(id, buffer: view, loop: self)
         guard let i = slotIndex(id), used < n else { return }
         let pending: ByteBuffer
-        if let p = slots[i].pending { pending = p } else { pending = ByteBuffer(); slots[i].pending = pending }
+        if let p = slots[i].pending { pending = p } else { pending = takeBuffer(); slots[i].pending = pending }
         pending.append(UnsafeRawBufferPointer(rebasing: readBuffer[used..<n]))
     }
 

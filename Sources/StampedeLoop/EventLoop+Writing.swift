@@ -27,7 +27,7 @@ extension EventLoop {
     @inline(__always)
     func outBuffer(_ i: Int) -> ByteBuffer {
         if let b = slots[i].out { return b }
-        let b = ByteBuffer()
+        let b = takeBuffer()
         slots[i].out = b
         return b
     }
@@ -92,7 +92,7 @@ extension EventLoop {
             peerClosed(i, id: id, reason: .slowConsumer)
             return
         }
-        if let out = slots[i].out, !out.isEmpty {
+        if let out = slots[i].out {
             let fd = slots[i].fd
             while !out.isEmpty {
                 let view = out.readable
@@ -117,7 +117,9 @@ extension EventLoop {
                     return
                 }
             }
-            out.shrinkIfIdle()
+            // Drained: the queue goes back to the loop (`EventLoop+SpareBuffers`).
+            slots[i].out = nil
+            recycle(out)
         }
         if slots[i].stream.hasPendingOutput {
             // TLS records made from bytes the queue already gave up.

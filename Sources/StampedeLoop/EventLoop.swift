@@ -71,6 +71,13 @@ public final class EventLoop: @unchecked Sendable {
     var freeSlots: [UInt32] = []
     var dirtySlots: [UInt32] = []
     var flushBatch: [UInt32] = []
+    /// Drained queues kept for the next connection that needs one, and how many connections
+    /// hold (`EventLoop+SpareBuffers`).
+    var spareBuffers: [ByteBuffer] = []
+    var heldBuffers = 0
+    var heldBuffersPeak = 0
+    var spareAllowance = EventLoop.minSpareBuffers
+    var spareReviewNs: UInt64 = 0
     var timers = TimerHeap()
     var armedDeadline: UInt64 = .max
     let readBuffer: UnsafeMutableRawBufferPointer

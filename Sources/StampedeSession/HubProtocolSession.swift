@@ -106,22 +106,65 @@ public struct HubProtocolSession<Codec: HubProtocolCodec> {
     /// When a hub message was last sent and when data was last received (§5).
     public private(set) var lastSentNs: UInt64 = 0
     public private(set) var lastReceivedNs: UInt64 = 0
+    /// Stateful reconnect's bookkeeping (§6), made when the handshake asks for stateful
+    /// reconnect (or at its first write): a session without it carries one nil reference.
+    /// Copied before a write when shared, so the session keeps value semantics.
+    var book: HubStatefulBook? = nil
+
     /// Numbered messages (types 1–5) sent and received on this logical connection (§6).
-    public private(set) var sentSequence: UInt64 = 0
-    public private(set) var receivedSequence: UInt64 = 0
-    var ackedReceived: UInt64 = 0
+    public private(set) var sentSequence: UInt64 {
+        get { book?.sentSequence ?? 0 }
+        _modify { yield &writableBook.sentSequence }
+    }
+    public private(set) var receivedSequence: UInt64 {
+        get { book?.receivedSequence ?? 0 }
+        _modify { yield &writableBook.receivedSequence }
+    }
+    var ackedReceived: UInt64 {
+        get { book?.ackedReceived ?? 0 }
+        _modify { yield &writableBook.ackedReceived }
+    }
     /// The unacknowledged numbered messages, back to back; `replayEnds[i]` is where message
     /// `replayFirstId + i` ends (ids are consecutive).
-    var replay: [UInt8] = []
-    var replayEnds: [Int] = []
-    var replayFirstId: UInt64 = 1
+    var replay: [UInt8] {
+        get { book?.replay ?? [] }
+        _modify { yield &writableBook.replay }
+    }
+    var replayEnds: [Int] {
+        get { book?.replayEnds ?? [] }
+        _modify { yield &writableBook.replayEnds }
+    }
+    var replayFirstId: UInt64 {
+        get { book?.replayFirstId ?? 1 }
+        _modify { yield &writableBook.replayFirstId }
+    }
     /// A numbered message did not fit the replay cap while the transport was up: the replay
     /// has a hole, so this connection can no longer resume.
-    public private(set) var replayOverflowed = false
+    public private(set) var replayOverflowed: Bool {
+        get { book?.replayOverflowed ?? false }
+        _modify { yield &writableBook.replayOverflowed }
+    }
     /// After a resume, numbered messages before the server's Sequence are ignored; then the
     /// replays of messages already received are skipped (§6).
-    var awaitingSequence = false
-    var duplicatesToSkip: UInt64 = 0
+    var awaitingSequence: Bool {
+        get { book?.awaitingSequence ?? false }
+        _modify { yield &writableBook.awaitingSequence }
+    }
+    var duplicatesToSkip: UInt64 {
+        get { book?.duplicatesToSkip ?? 0 }
+        _modify { yield &writableBook.duplicatesToSkip }
+    }
+
+    /// The book, made now if there is none, copied first if another session shares it.
+    var writableBook: HubStatefulBook {
+        mutating get {
+            if !isKnownUniquelyReferenced(&book) { book = book.map(HubStatefulBook.init(copying:)) ?? HubStatefulBook() }
+            if let b = book { return b }
+            let made = HubStatefulBook()
+            book = made
+            return made
+        }
+    }
 
     public init(_ configuration: Configuration) {
         self.configuration = configuration
@@ -141,6 +184,9 @@ public struct HubProtocolSession<Codec: HubProtocolCodec> {
     /// stateful reconnect, which only WebSockets after a negotiate that agreed to it may do.
     public mutating func handshakeRequest(statefulReconnect: Bool, now: UInt64, into out: UnsafeMutableRawBufferPointer) -> Int? {
         isStateful = statefulReconnect
+        // The bookkeeping exists only when stateful reconnect is asked for, made here rather
+        // than on the first message.
+        if statefulReconnect { _ = writableBook } else { book = nil }
         guard let n = HubHandshake.writeRequest(protocolName: Codec.protocolName, version: statefulReconnect ? 2 : 1, into: out) else { return nil }
         lastSentNs = now
         return n
@@ -354,5 +400,27 @@ public struct HubProtocolSession<Codec: HubProtocolCodec> {
                 start = end
             }
         }
+    }
+}
+
+/// Stateful reconnect's bookkeeping for one `HubProtocolSession` (§6): sequence numbers, the
+/// replay buffer of unacknowledged messages and the resume's skipping.
+final class HubStatefulBook {
+    var sentSequence: UInt64 = 0
+    var receivedSequence: UInt64 = 0
+    var ackedReceived: UInt64 = 0
+    var replay: [UInt8] = []
+    var replayEnds: [Int] = []
+    var replayFirstId: UInt64 = 1
+    var replayOverflowed = false
+    var awaitingSequence = false
+    var duplicatesToSkip: UInt64 = 0
+
+    init() {}
+
+    init(copying o: HubStatefulBook) {
+        sentSequence = o.sentSequence; receivedSequence = o.receivedSequence; ackedReceived = o.ackedReceived
+        replay = o.replay; replayEnds = o.replayEnds; replayFirstId = o.replayFirstId
+        replayOverflowed = o.replayOverflowed; awaitingSequence = o.awaitingSequence; duplicatesToSkip = o.duplicatesToSkip
     }
 }

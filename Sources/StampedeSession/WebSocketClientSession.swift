@@ -126,11 +126,15 @@ public struct WebSocketClientSession: Sendable {
         case aborted
     }
 
-    public let configuration: Configuration
+    /// The configuration; once the connection is open its per-connection `path` and `headers`
+    /// are released (as are `upgradeRequest` and `key`): an idle open connection keeps none of
+    /// the upgrade's scratch.
+    public private(set) var configuration: Configuration
     public private(set) var state: State = .connecting
-    /// The upgrade request, once `connected` built it (written once per connection).
+    /// The upgrade request, once `connected` built it (written once per connection); empty
+    /// again once the connection is open.
     public private(set) var upgradeRequest: [UInt8] = []
-    /// The Sec-WebSocket-Key sent.
+    /// The Sec-WebSocket-Key sent (empty again once the connection is open).
     public private(set) var key = ""
     /// When the upgrade request was written (for the upgrade latency).
     public private(set) var upgradeStartedNs: UInt64 = 0
@@ -251,9 +255,24 @@ public struct WebSocketClientSession: Sendable {
                 subprotocol = chosen
                 state = .open
                 deadline = 0
+                releaseUpgradeScratch()
                 return (.opened, head.length)
             }
         }
+    }
+
+    /// Frees what only the upgrade needed (the request, the key, the per-connection path and
+    /// extra headers, such as a hub client's Authorization).
+    mutating func releaseUpgradeScratch() {
+        upgradeRequest = []
+        key = ""
+        configuration.path = ""
+        configuration.headers = []
+    }
+
+    /// Whether the upgrade's scratch is still held (false once open).
+    public var holdsUpgradeScratch: Bool {
+        upgradeRequest.capacity > 0 || !key.isEmpty || !configuration.path.isEmpty || !configuration.headers.isEmpty
     }
 
     /// Frames until one calls for an action (`WebSocketReceiver.nextStep`, shared with the server).

@@ -136,7 +136,7 @@ extension HubClients {
             case .null: w.null()
             case .text(let parts):
                 if parts.count == 1, case .user = parts[0] {
-                    userNames[k].withUnsafeBytes { w.string($0) }
+                    userName(k).withUnsafeBytes { w.string($0) }
                 } else if cache && !parts.contains(.sequence) {
                     if renderedText.isEmpty { renderedText = Array(repeating: [], count: clients.count) }
                     if renderedText[k].isEmpty {
@@ -154,6 +154,13 @@ extension HubClients {
         }
     }
 
+    /// Client `k`'s user name (`{user}`), made at its first use: a run whose arguments never
+    /// name the user keeps none. Churn gives a client a new one (`+Reconnect`).
+    func userName(_ k: Int) -> [UInt8] {
+        if userNames[k].isEmpty { userNames[k] = Array("\(plan.runTag)-user-\(plan.globalIndices[k])".utf8) }
+        return userNames[k]
+    }
+
     func renderText(_ parts: [TemplatePart], k: Int, sequence: UInt32) -> String {
         var s = ""
         for p in parts {
@@ -161,7 +168,7 @@ extension HubClients {
             case .literal(let l): s += l
             case .client: s += String(plan.globalIndices[k])
             case .clientModulo(let n): s += String(plan.globalIndices[k] % n)
-            case .user: s += String(decoding: userNames[k], as: UTF8.self)
+            case .user: s += String(decoding: userName(k), as: UTF8.self)
             case .sequence: s += String(sequence)
             }
         }

@@ -14,8 +14,7 @@ extension HubClients {
     /// Starts (or restarts) a client: negotiate unless skipped, then the transport.
     func start(_ k: Int) {
         clients[k].epoch &+= 1
-        clients[k].endpoint.restart(base: plan.base, address: plan.addresses.isEmpty ? address : plan.addresses[k % plan.addresses.count],
-                                    hostHeader: hostHeader)
+        clients[k].endpoint.restart(home: homes[k % homes.count])
         clients[k].connections.restart()
         sessions[k] = makeSession(k)
         clients[k].phaseStartNs = EventLoop.now()
@@ -23,8 +22,7 @@ extension HubClients {
         loop.schedule(at: EventLoop.now() + nanoseconds(plan.spec.handshakeTimeoutSeconds) + plan.connectTimeoutNs * 2,
                       token: token(.handshakeTimeout, k, epoch: clients[k].epoch))
         if plan.spec.skipNegotiation {
-            clients[k].endpoint.negotiated = nil
-            clients[k].endpoint.transport = .webSockets
+            clients[k].endpoint.skipNegotiation()
             setPhase(k, .connecting)
             openMain(k)
         } else {
@@ -48,6 +46,8 @@ extension HubClients {
     /// (Re)opens one of the client's two connections.
     func open(_ k: Int, _ role: HubConnections.Role) {
         if role == .main { closeMain(k) } else { closeSide(k) }
+        // HTTP state only for the connections that speak HTTP (negotiate and the POSTs, SSE, long polling).
+        if role == .side || clients[k].endpoint.transport != .webSockets { clients[k].connections.needHTTP(maxEventBytes: plan.maxMessageBytes) }
         switch connect(k) {
         case .success(let id):
             clients[k].connections.opened(id, as: role)
@@ -186,8 +186,7 @@ extension HubClients {
                 fail(k, .negotiateFailed)
                 return
             }
-            clients[k].endpoint.base = next
-            if let token { clients[k].endpoint.redirectToken = token }
+            clients[k].endpoint.redirect(to: next, token: token)
             if nextAddress == clients[k].endpoint.address && clients[k].connections.sideState == .idle {
                 sendNegotiate(k)
             } else {
@@ -196,7 +195,7 @@ extension HubClients {
             }
         case .success(.connect(let connection)):
             metrics.record(.negotiate, nanoseconds: EventLoop.now() - clients[k].phaseStartNs)
-            clients[k].endpoint.negotiated = connection
+            clients[k].endpoint.accept(connection, for: plan.spec.protocolKind)
             clients[k].endpoint.transportIndex = 0
             openNextTransport(k)
         }
@@ -210,7 +209,11 @@ extension HubClients {
         }
         setPhase(k, .connecting)
         clients[k].phaseStartNs = EventLoop.now()
-        if t == .webSockets { closeSide(k) }
+        if t == .webSockets {
+            // Negotiate is over and nothing else uses HTTP: its connection, exchange and body go.
+            closeSide(k)
+            clients[k].connections.releaseHTTP()
+        }
         openMain(k)
     }
 

@@ -29,7 +29,7 @@ extension HubClients {
         metrics.record(.upgrade, nanoseconds: EventLoop.now() - clients[k].phaseStartNs)
         setPhase(k, .handshaking)
         clients[k].phaseStartNs = EventLoop.now()
-        let stateful = plan.spec.statefulReconnect && clients[k].endpoint.negotiated?.useStatefulReconnect == true && clients[k].endpoint.transport == .webSockets
+        let stateful = plan.spec.statefulReconnect && clients[k].endpoint.statefulReconnect && clients[k].endpoint.transport == .webSockets
         sessions[k] = makeSession(k)
         if let n = sessions[k].handshakeRequest(statefulReconnect: stateful, now: EventLoop.now(), into: scratch) {
             // The handshake is JSON text whatever the hub protocol (§3).
@@ -119,7 +119,8 @@ extension HubClients {
             var pending = clients[k].connections.inbound
             clients[k].connections.inbound = []
             let used = pending.withUnsafeBytes { parseHub(k, $0) }
-            if isAlive(k) {
+            // All parsed: the storage goes, so an idle client holds no inbound bytes.
+            if isAlive(k) && used < pending.count {
                 pending.removeFirst(used)
                 clients[k].connections.inbound = pending
             }

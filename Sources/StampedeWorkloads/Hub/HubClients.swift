@@ -38,6 +38,8 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     var scratch: UnsafeMutableRawBufferPointer
     let address: SocketAddress
     let hostHeader: [UInt8]
+    /// Where clients start (shared by every client that no redirect moved).
+    let homes: [HubPlace]
     let reconnectPolicy: ReconnectPolicy
     var userNames: [[UInt8]]
     var phase: WorkloadPhase = .idle
@@ -58,13 +60,22 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         self.random = random
         hostHeader = HTTPClientRequest.hostValue(host: plan.base.host, port: plan.base.port, defaultPort: 80)
         let session = HubProtocolSession<Codec>(.init(maxMessageLength: plan.maxMessageBytes))  // replaced at each start
-        var prototype = HubClient(endpoint: HubEndpoint(base: plan.base, address: address, hostHeader: hostHeader))
-        prototype.connections.mainExchange = HTTPClientExchange(configuration: .init(maxEventBytes: plan.maxMessageBytes))
+        // Client k starts at homes[k % count]: `plan.addresses` gives one address per client when
+        // there are several; each distinct address gets one place, which its clients share.
+        var distinct: [HubPlace] = []
+        let host = hostHeader
+        homes = (plan.addresses.isEmpty ? [address] : plan.addresses).map { a in
+            if let known = distinct.first(where: { $0.address == a }) { return known }
+            let made = HubPlace(base: plan.base, address: a, hostHeader: host)
+            distinct.append(made)
+            return made
+        }
+        let prototype = HubClient(endpoint: HubEndpoint(place: homes[0]))
         clients = Array(repeating: prototype, count: plan.globalIndices.count)
         sessions = Array(repeating: session, count: plan.globalIndices.count)
         notYetStarted = plan.globalIndices.count
         reconnectPolicy = ReconnectPolicy(plan.spec.reconnect)
-        userNames = plan.globalIndices.map { Array("\(plan.runTag)-user-\($0)".utf8) }
+        userNames = Array(repeating: [], count: plan.globalIndices.count)  // made on use (`userName`)
         schedule = LoadSchedule(totalClients: plan.totalClients, connectRate: plan.connectRate, loadModel: plan.loadModel,
                                 totalRate: plan.totalRate, thinkTimeNs: plan.thinkTimeNs, seed: plan.seed)
         scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: max(64 * 1024, plan.messageSize * 2 + 4096), alignment: 16)

@@ -19,20 +19,58 @@ struct HubConnections {
     var side = HubConnections.closedID
     var mainState = MainState.none
     var sideState = SideState.none
-    /// The HTTP exchanges of the two connections: the SSE stream or the polls on `main`,
-    /// negotiate, the POSTs and the DELETE on `side`.
-    var mainExchange = HTTPClientExchange()
-    var sideExchange = HTTPClientExchange()
+    /// What only HTTP needs (negotiate, SSE, long polling), allocated on use: a client whose
+    /// WebSocket is open holds none of it (`releaseHTTP`).
+    var http: HubHTTPState? = nil
     /// The WebSocket of the main connection (upgrade, frames, close handshake), made when
     /// its TCP connect completes.
     var webSocket = HubConnections.idleWebSocket
-    /// Framed hub messages waiting for the side connection (SSE and long polling).
-    var postQueue: [UInt8] = []
-    /// The POST and poll requests of this connection, built once (they are sent per message).
-    var postRequest: HTTPClientRequest? = nil
-    var pollRequest: HTTPClientRequest? = nil
-    /// Hub bytes received but not yet a complete message.
+    /// Hub bytes received but not yet a complete message (no storage while there are none).
     var inbound: [UInt8] = []
+
+    /// The HTTP exchanges of the two connections: the SSE stream or the polls on `main`,
+    /// negotiate, the POSTs and the DELETE on `side` (`HubHTTPState`, made by `needHTTP`).
+    var mainExchange: HTTPClientExchange {
+        get { http?.mainExchange ?? HTTPClientExchange() }
+        _modify { yield &httpState.mainExchange }
+    }
+    var sideExchange: HTTPClientExchange {
+        get { http?.sideExchange ?? HTTPClientExchange() }
+        _modify { yield &httpState.sideExchange }
+    }
+    /// Framed hub messages waiting for the side connection (SSE and long polling).
+    var postQueue: [UInt8] {
+        get { http?.postQueue ?? [] }
+        _modify { yield &httpState.postQueue }
+    }
+    /// The POST and poll requests of this connection, built once (they are sent per message).
+    var postRequest: HTTPClientRequest? {
+        get { http?.postRequest }
+        _modify { yield &httpState.postRequest }
+    }
+    var pollRequest: HTTPClientRequest? {
+        get { http?.pollRequest }
+        _modify { yield &httpState.pollRequest }
+    }
+
+    /// The HTTP state, made now if there is none (`needHTTP` makes it with the run's limits first).
+    var httpState: HubHTTPState {
+        mutating get {
+            if let http { return http }
+            let made = HubHTTPState(maxEventBytes: HTTPClientExchange.Configuration().maxEventBytes)
+            http = made
+            return made
+        }
+    }
+
+    /// HTTP is about to be used (negotiate, SSE, long polling): the state exists from now on.
+    mutating func needHTTP(maxEventBytes: Int) {
+        if http == nil { http = HubHTTPState(maxEventBytes: maxEventBytes) }
+    }
+
+    /// The WebSocket transport is chosen and the side connection closed: negotiate's exchange and
+    /// body, and everything SSE and long polling would use, are freed.
+    mutating func releaseHTTP() { http = nil }
 
     /// A placeholder for clients whose main connection is not a WebSocket (yet).
     static var idleWebSocket: WebSocketClientSession {
@@ -41,10 +79,12 @@ struct HubConnections {
 
     /// A (re)start: nothing queued or half received, requests to be built for the new connection id.
     mutating func restart() {
-        inbound.removeAll(keepingCapacity: true)
-        postQueue.removeAll(keepingCapacity: true)
-        postRequest = nil
-        pollRequest = nil
+        inbound = []
+        if let http {
+            http.postQueue = []
+            http.postRequest = nil
+            http.pollRequest = nil
+        }
     }
 
     /// Connection `id` was opened as `role`: TCP is connecting, its HTTP exchange starts afresh.
@@ -53,11 +93,11 @@ struct HubConnections {
         case .main:
             main = id
             mainState = .tcp
-            mainExchange.reset()
+            http?.mainExchange.reset()
         case .side:
             side = id
             sideState = .tcp
-            sideExchange.reset()
+            http?.sideExchange.reset()
         }
     }
 
@@ -75,5 +115,20 @@ struct HubConnections {
         sideState = .none
         side = Self.closedID
         return open
+    }
+}
+
+/// The HTTP side of one hub client (docs/protocols.md §1, §2): the exchanges of its two
+/// connections, the messages waiting for a POST and the requests built once per connection. A
+/// class so that clients that never use HTTP, or stopped using it, carry one nil reference.
+final class HubHTTPState {
+    var mainExchange: HTTPClientExchange
+    var sideExchange = HTTPClientExchange()
+    var postQueue: [UInt8] = []
+    var postRequest: HTTPClientRequest? = nil
+    var pollRequest: HTTPClientRequest? = nil
+
+    init(maxEventBytes: Int) {
+        mainExchange = HTTPClientExchange(configuration: .init(maxEventBytes: maxEventBytes))
     }
 }
