@@ -12,7 +12,7 @@ import Testing
         #expect(Set(json.keys) == [
             "schema", "partial", "partial_reason", "fatal_error", "scenario", "environment", "phases_s", "connections",
             "messages", "bytes", "latency_us", "latency_correction", "errors", "errors_total", "upgrade_statuses",
-            "generator", "files", "counters", "hub_errors", "storms", "rest", "tls", "thresholds",
+            "generator", "files", "counters", "hub_errors", "storms", "rest", "tls", "thresholds", "workers",
         ])
         #expect(json["schema"] as? String == "stampede.summary/1")
     }
