@@ -78,9 +78,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     public private(set) var totalOutstanding: UInt64 = 0
 
     /// A local instant in the run's clock (`Plan.stampClockOffsetNs`).
-    @inline(__always) func runClock(_ localNs: UInt64) -> UInt64 {
-        plan.stampClockOffsetNs >= 0 ? localNs &- UInt64(plan.stampClockOffsetNs) : localNs &+ UInt64(-plan.stampClockOffsetNs)
-    }
+    @inline(__always) func runClock(_ localNs: UInt64) -> UInt64 { StampedeWorkloads.runClock(localNs, offsetNs: plan.stampClockOffsetNs) }
 
     public init(ws: WebSocketClients, plan: Plan) {
         self.ws = ws

@@ -97,3 +97,11 @@ public struct LoadSchedule: Sendable {
         return next < endNs ? next : nil
     }
 }
+
+/// A local monotonic instant in the run's clock, given this process's clock − the run's
+/// (`offsetNs`, non-zero only for a worker on another host than its coordinator). Message stamps
+/// are written and read in the run's clock, so a message sent on one host and received on
+/// another is timed right; scheduling stays in the local clock.
+@inline(__always) public func runClock(_ localNs: UInt64, offsetNs: Int64) -> UInt64 {
+    offsetNs >= 0 ? localNs &- UInt64(offsetNs) : localNs &+ UInt64(-offsetNs)
+}

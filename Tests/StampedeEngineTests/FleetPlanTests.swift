@@ -1,6 +1,7 @@
 @testable import StampedeEngine
 import StampedeLoop
 import StampedeScenario
+import StampedeWorkloads
 import Testing
 
 @Suite struct FleetPlanTests {
@@ -44,5 +45,17 @@ import Testing
                                                 given: ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"], ports: 28_232).get().count == 4)
         // Two target addresses halve each pair's share.
         #expect(try SourceAddressPlan.addresses(clients: 20_000, connectionsPerClient: 1, targets: [target, target.with(port: 8081)], given: [], ports: 28_232).get() == [])
+    }
+
+    @Test func stampsInTheRunsClockTimeAMessageBetweenHostsWhoseClocksDiffer() {
+        // The run's clock at a message's send and receipt: 10 s and 10.004 s. The sender's host
+        // reads 5 ms ahead of the run's clock, the receiver's 3 ms behind.
+        let sendRun: UInt64 = 10_000_000_000, receiveRun: UInt64 = 10_004_000_000
+        let senderOffset: Int64 = 5_000_000, receiverOffset: Int64 = -3_000_000
+        let stamp = runClock(sendRun + 5_000_000, offsetNs: senderOffset)      // written by the sender
+        let now = runClock(receiveRun - 3_000_000, offsetNs: receiverOffset)    // read by the receiver
+        #expect(now - stamp == 4_000_000)
+        // The two local clocks alone would say the message arrived 4 ms before it was sent.
+        #expect(Int64(receiveRun - 3_000_000) - Int64(sendRun + 5_000_000) == -4_000_000)
     }
 }

@@ -52,11 +52,15 @@ extension HubClients {
         metrics.lose(.droppedWhileDisconnected, UInt64(n))
     }
 
+    /// A local instant in the run's clock, for stamps (`HubPlan.stampClockOffsetNs`).
+    @inline(__always) func stampNow(_ localNs: UInt64) -> UInt64 { runClock(localNs, offsetNs: plan.stampClockOffsetNs) }
+
     /// Makes the scenario's call, stamped: the stamp is the invocation id (so the reply carries
     /// it) and fills any `{stamp}` argument.
     func call(_ k: Int, sequence: UInt32, intendedNs: UInt64) {
         guard let spec = plan.spec.call else { return }
-        let stamp = MessageStamp(sender: UInt32(plan.globalIndices[k]), sequence: sequence, intendedNs: intendedNs, actualNs: EventLoop.now())
+        let stamp = MessageStamp(sender: UInt32(plan.globalIndices[k]), sequence: sequence, intendedNs: stampNow(intendedNs),
+                                 actualNs: stampNow(EventLoop.now()))
         var stampBytes: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
         let method = callMethod
         method.withUnsafeBytes { methodName in

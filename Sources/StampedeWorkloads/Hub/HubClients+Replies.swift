@@ -37,7 +37,7 @@ extension HubClients {
                 metrics.count(.messagesFailed)
                 metrics.error(.unexpectedReply)
             } else {
-                let now = EventLoop.now()
+                let now = stampNow(EventLoop.now())
                 metrics.count(.messagesDelivered)
                 metrics.record(.roundTrip, nanoseconds: now &- stamp.intendedNs)
                 metrics.record(.roundTripUncorrected, nanoseconds: now &- stamp.actualNs)
@@ -51,14 +51,14 @@ extension HubClients {
                 if clients[k].calls.streams[slot].cancelled { return }
                 clients[k].calls.streams[slot].items += 1
                 metrics.count(.streamItems)
-                metrics.record(.streamItem, nanoseconds: EventLoop.now() &- stamp.intendedNs)
+                metrics.record(.streamItem, nanoseconds: stampNow(EventLoop.now()) &- stamp.intendedNs)
                 if let limit = plan.spec.cancelStreamAfterItems, clients[k].calls.streams[slot].items >= limit {
                     cancelStream(k, slot: slot, id: UnsafeRawBufferPointer(rebasing: buffer[idRange]), stamp: stamp)
                 }
                 return
             }
             metrics.count(.streamItems)
-            metrics.record(.streamItem, nanoseconds: EventLoop.now() &- stamp.intendedNs)
+            metrics.record(.streamItem, nanoseconds: stampNow(EventLoop.now()) &- stamp.intendedNs)
         case .invocation:
             guard let targetRange = m.target else { return }
             let target = UnsafeRawBufferPointer(rebasing: buffer[targetRange])
@@ -105,12 +105,12 @@ extension HubClients {
         metrics.count(.streamsCancelled)
         guard clients[k].calls.answered() else { return }
         totalOutstanding -= 1
-        let now = EventLoop.now()
+        let now = stampNow(EventLoop.now())
         metrics.count(.messagesDelivered)
         metrics.record(.roundTrip, nanoseconds: now &- stamp.intendedNs)
         metrics.record(.roundTripUncorrected, nanoseconds: now &- stamp.actualNs)
         if plan.loadModel == .closed && phase == .messages {
-            if let next = schedule.nextAfterReply(now: now) { loop.schedule(at: next, token: sendToken(k)) }
+            if let next = schedule.nextAfterReply(now: EventLoop.now()) { loop.schedule(at: next, token: sendToken(k)) }
         }
     }
 
@@ -134,7 +134,7 @@ extension HubClients {
             guard let element = Codec.arrayElement(buffer, array: args, at: i),
                   let contents = Codec.stringContents(buffer, value: element),
                   let stamp = ChatCodec.parseStamp(UnsafeRawBufferPointer(rebasing: buffer[contents])) else { continue }
-            let now = EventLoop.now()
+            let now = stampNow(EventLoop.now())
             if Int(stamp.sender) == plan.globalIndices[k] {
                 guard plan.spec.operation == .send, clients[k].calls.answered() else { return }
                 totalOutstanding -= 1
@@ -142,7 +142,7 @@ extension HubClients {
                 metrics.record(.roundTrip, nanoseconds: now &- stamp.intendedNs)
                 metrics.record(.roundTripUncorrected, nanoseconds: now &- stamp.actualNs)
                 if plan.loadModel == .closed && phase == .messages {
-                    if let next = schedule.nextAfterReply(now: now) { loop.schedule(at: next, token: sendToken(k)) }
+                    if let next = schedule.nextAfterReply(now: EventLoop.now()) { loop.schedule(at: next, token: sendToken(k)) }
                 }
             } else {
                 metrics.count(.fanoutReceived)

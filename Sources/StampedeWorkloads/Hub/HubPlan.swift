@@ -4,6 +4,8 @@ import StampedeWire
 
 /// Everything one loop's hub clients share: where the hub is and what each client does.
 public struct HubPlan: Sendable {
+    /// This process's clock − the run's (a worker on another host): stamps are in the run's clock.
+    public var stampClockOffsetNs: Int64 = 0
     public var totalClients: Int
     /// Global indices of the clients on this loop.
     public var globalIndices: [Int]
