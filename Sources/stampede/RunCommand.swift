@@ -90,7 +90,9 @@ struct Run: ParsableCommand {
         live?.observe(&options)
         defer { live?.stop() }
         let targetText = s.target == .embedded ? "embedded target" : s.target.description
-        FileHandle.standardError.write(Data("stampede \(RunEngine.version): \(s.name): \(s.clients) clients → \(targetText), \(options.loops) loop(s)\n".utf8))
+        // Where the clients run: worker processes say so in a note of their own once they are up.
+        let whereText = options.fleet == nil ? "\(options.loops) loop(s)" : "on workers"
+        FileHandle.standardError.write(Data("stampede \(RunEngine.version): \(s.name): \(s.clients) clients → \(targetText), \(whereText)\n".utf8))
         let outcome: RunOutcome
         do { outcome = try RunEngine(scenario: s, options: options).run() } catch {
             FileHandle.standardError.write(Data("error: \(error)\n".utf8))
