@@ -66,11 +66,7 @@ final class LocalClientGroup: ClientGroup {
     func closeAll(lostReason: LossReason) { each { $0.closeAll(lostReason: lostReason) } }
 
     func churn(count: Int) {
-        let n = workloads.count
-        for j in 0..<n {
-            let i = (j + churnRotation) % n
-            let share = count / n + (j < count % n ? 1 : 0)
-            guard share > 0 else { continue }
+        for (i, share) in evenShares(of: count, over: workloads.count, rotation: churnRotation) {
             loops[i].execute { [w = workloads[i]] _ in w.churn(count: share) }
         }
         churnRotation += 1
@@ -141,6 +137,22 @@ final class LocalClientGroup: ClientGroup {
     func stop(interrupted: Bool) {
         for l in loops { l.stop() }
         for l in loops { l.join() }
+    }
+}
+
+/// How many of `total` global clients shard `index` of `count` runs (those `g` with
+/// `g % count == index`, as `LocalClientGroup.start` deals them).
+func shardClients(_ total: Int, index: Int, count: Int) -> Int {
+    count > 0 && index < total ? (total - index + count - 1) / count : 0
+}
+
+/// `count` dealt over `n` parts as evenly as can be, the remainder going to the parts from
+/// `rotation` on (so no part is always the one that gets more): (part, share) for shares > 0.
+func evenShares(of count: Int, over n: Int, rotation: Int) -> [(part: Int, share: Int)] {
+    guard n > 0 else { return [] }
+    return (0..<n).compactMap { j in
+        let share = count / n + (j < count % n ? 1 : 0)
+        return share > 0 ? ((j + rotation) % n, share) : nil
     }
 }
 

@@ -80,11 +80,8 @@ extension RunEngine {
             let due = Int(eventBook.activeChurns[c].carry)
             guard due > 0 else { continue }
             eventBook.activeChurns[c].carry -= Double(due)
-            let n = groups.count
-            for j in 0..<n {
-                let i = (j + eventBook.activeChurns[c].rotation) % n
-                let share = due / n + (j < due % n ? 1 : 0)
-                if share > 0 { groups[i].churn(count: share) }
+            for (i, share) in evenShares(of: due, over: groups.count, rotation: eventBook.activeChurns[c].rotation) {
+                groups[i].churn(count: share)
             }
             eventBook.activeChurns[c].rotation += 1
         }

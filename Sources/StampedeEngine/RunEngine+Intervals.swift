@@ -66,10 +66,8 @@ extension RunEngine {
         gauges.clientLoopCPUNs = loopCPUNs
         totals.add(merged)
         // Each latency metric's interval histogram, as an .hlog line (skipping empty ones).
-        for m in LatencyMetric.allCases where merged.histograms[m.rawValue].totalCount > 0 {
-            let interval = HistogramLogInterval(startSeconds: seconds(lastIntervalNs &- runStartNs), lengthSeconds: seconds(now &- lastIntervalNs),
-                                                histogram: merged.histograms[m.rawValue])
-            histogramLogLines[m.rawValue].append(HistogramLog.line(interval))
+        for (m, line) in HistogramLog.lines(of: merged, startSeconds: seconds(lastIntervalNs &- runStartNs), lengthSeconds: seconds(now &- lastIntervalNs)) {
+            histogramLogLines[m.rawValue].append(line)
         }
         thresholdBoundary(merged, fromNs: lastIntervalNs, toNs: now, final: final)
         let rssNow = generatorResidentBytes()
@@ -131,10 +129,7 @@ extension RunEngine {
     func generatorCPUNs() -> UInt64 { cs_process_cpu_ns() + gauges.workerProcessCPUNs.values.reduce(0, +) }
 
     /// Resident memory of the whole generator: this process and its workers (as of their last interval).
-    func generatorResidentBytes() -> UInt64 { residentBytes() + gauges.workerResidentBytes.values.reduce(0, +) }
-
-    /// This process's resident memory (/proc/self/statm), bytes; 0 if unreadable.
-    func residentBytes() -> UInt64 { processResidentBytes() }
+    func generatorResidentBytes() -> UInt64 { processResidentBytes() + gauges.workerResidentBytes.values.reduce(0, +) }
 }
 
 /// This process's resident memory (/proc/self/statm), bytes; 0 if unreadable.

@@ -304,13 +304,11 @@ public final class RunEngine {
     }
 
     func environment(loops: Int) -> RunEnvironment {
-        var name = [CChar](repeating: 0, count: 256)
-        gethostname(&name, 255)
         var u = utsname()
         uname(&u)
         let sys = withUnsafeBytes(of: &u.sysname) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         let rel = withUnsafeBytes(of: &u.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        return RunEnvironment(stampedeVersion: Self.version, hostname: String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self), cores: ProcessInfo.processInfo.activeProcessorCount,
+        return RunEnvironment(stampedeVersion: Self.version, hostname: FleetSockets.hostname, cores: ProcessInfo.processInfo.activeProcessorCount,
                               loops: loops, os: "\(sys) \(rel)", clock: "monotonic", commandLine: options.commandLine)
     }
 }

@@ -27,7 +27,7 @@ public struct ScenarioSource: Sendable {
 
 /// Starts a run's workers: spawns or reaches them, greets each (protocol version, who it is),
 /// measures its clock against ours, and hands it its shard.
-enum WorkerFleet {
+public enum WorkerFleet {
     /// Clock exchanges per worker; the one with the shortest round trip is believed.
     static let clockExchanges = 8
 
@@ -62,8 +62,7 @@ enum WorkerFleet {
         var groups: [RemoteClientGroup] = []
         for (i, c) in connected.enumerated() {
             let same = !sameBoot.isEmpty && c.hello.bootID == sameBoot
-            let clients = (scenario.clients - i + n - 1) / n
-            let g = RemoteClientGroup(link: c.link, hello: c.hello, shardIndex: i, clients: max(0, clients), clock: c.clock, sameClock: same, process: c.process)
+            let g = RemoteClientGroup(link: c.link, hello: c.hello, shardIndex: i, clients: shardClients(scenario.clients, index: i, count: n), clock: c.clock, sameClock: same, process: c.process)
             let loopsThere: Int = if case .processes = spec { max(1, loops / n) } else { 0 }
             let plan = WorkerPlan(scenarioYAML: source.yaml, scenarioFile: source.file, overrides: source.overrides.map { [$0.flag, $0.field, $0.value] },
                                   shardIndex: i, shardCount: n, loops: loopsThere, embeddedPort: embeddedPort,
@@ -165,9 +164,11 @@ enum WorkerFleet {
         return workers.sorted { $0.hello.index < $1.hello.index }
     }
 
-    /// `host:port`, `[v6]:port`.
-    static func splitHostPort(_ text: String) -> (String, Int)? {
-        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (1...65535).contains(port) else { return nil }
+    /// `host:port`, `[v6]:port` (the brackets dropped); port 0 only when `allowsPortZero`
+    /// (a listener the kernel gives a port). The one parser of `--workers` and `--listen`.
+    public static func splitHostPort(_ text: String, allowsPortZero: Bool = false) -> (host: String, port: Int)? {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+              ((allowsPortZero ? 0 : 1)...65535).contains(port) else { return nil }
         var host = String(text[..<colon])
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         return host.isEmpty ? nil : (host, port)

@@ -10,6 +10,8 @@ final class WorkerLink: @unchecked Sendable {
     let readFD: Int32
     let writeFD: Int32
     var frames = FleetFrameReader()
+    /// Where reads land (kept: a receive happens at every tick).
+    var chunk = [UInt8](repeating: 0, count: 64 * 1024)
     var closed = false
     /// Why the stream ended (EOF, an error, a deadline), once it has.
     private(set) var failure: String?
@@ -53,7 +55,6 @@ final class WorkerLink: @unchecked Sendable {
     /// or — unless `quietDeadline`, for a caller that only waits a while — the deadline.
     func receive(deadlineNs: UInt64, quietDeadline: Bool = false) -> FleetMessage? {
         guard failure == nil else { return nil }
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
             do {
                 if let payload = try frames.next() { return try FleetMessage.decode(payload) }

@@ -116,7 +116,7 @@ public enum WorkerService {
             return .failure(RunSetupError("the scenario: \(error)"))
         }
         let kind = WorkloadKinds.kind(of: scenario.workload)
-        let mine = (scenario.clients - plan.shardIndex + plan.shardCount - 1) / plan.shardCount
+        let mine = shardClients(scenario.clients, index: plan.shardIndex, count: plan.shardCount)
         let limit = Int(cs_raise_open_files_limit())
         let needed = mine * kind.descriptorsPerClient(scenario) + 64
         if limit > 0 && needed > limit {
@@ -149,9 +149,8 @@ struct KeptIntervals {
 
     mutating func add(_ shard: MetricsShard) {
         let now = EventLoop.now()
-        for m in LatencyMetric.allCases where shard.histograms[m.rawValue].totalCount > 0 {
-            lines[m, default: []].append(HistogramLog.line(HistogramLogInterval(
-                startSeconds: Double(lastNs - startNs) / 1e9, lengthSeconds: Double(now - lastNs) / 1e9, histogram: shard.histograms[m.rawValue])))
+        for (m, line) in HistogramLog.lines(of: shard, startSeconds: Double(lastNs - startNs) / 1e9, lengthSeconds: Double(now - lastNs) / 1e9) {
+            lines[m, default: []].append(line)
         }
         lastNs = now
     }

@@ -156,3 +156,15 @@ public struct HistogramLogError: Error, CustomStringConvertible {
 
     public var description: String { "line \(line), \(field): \(reason)" }
 }
+
+extension HistogramLog {
+    /// One interval line per latency metric with samples in `shard` (empty ones are left out,
+    /// as the .hlog files leave them out): the run's logs and a worker's kept intervals alike.
+    public static func lines(of shard: MetricsShard, startSeconds: Double, lengthSeconds: Double) -> [(metric: LatencyMetric, line: String)] {
+        LatencyMetric.allCases.compactMap { m in
+            let h = shard.histograms[m.rawValue]
+            guard h.totalCount > 0 else { return nil }
+            return (m, line(HistogramLogInterval(startSeconds: startSeconds, lengthSeconds: lengthSeconds, histogram: h)))
+        }
+    }
+}

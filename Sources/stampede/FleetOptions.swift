@@ -35,11 +35,7 @@ struct FleetOptions: ParsableArguments {
         if !(workerWait > 0 && workerWait <= 3600) { throw ValidationError("--worker-wait must be from 0 to 3600 seconds, got \(workerWait)") }
     }
 
-    static func hostPort(_ text: String) -> (String, Int)? {
-        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (1...65535).contains(port) else { return nil }
-        let host = text[..<colon]
-        return host.isEmpty ? nil : (String(host), port)
-    }
+    static func hostPort(_ text: String) -> (host: String, port: Int)? { WorkerFleet.splitHostPort(text) }
 
     /// What the flags ask for; nil: the engine decides (one process, or local workers when the
     /// clients' descriptors do not fit in one).

@@ -61,10 +61,7 @@ struct Worker: ParsableCommand {
     }
 
     func listenAddress(_ text: String) -> SocketAddress? {
-        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else { return nil }
-        var host = String(text[..<colon])
-        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        return SocketAddress(host: host, port: port)
+        WorkerFleet.splitHostPort(text, allowsPortZero: true).flatMap { SocketAddress(host: $0.host, port: $0.port) }
     }
 
     func run() throws {
