@@ -245,38 +245,67 @@ enum HubJSONScanner {
     /// Whether the JSON string contents `b[range]` (escapes raw) equal the ASCII `name`.
     /// Escaped names (`"typ\u0065"`) are compared by their decoded text, as System.Text.Json does.
     static func contentsEqual(_ b: UnsafeRawBufferPointer, _ range: Range<Int>, hasEscape: Bool, _ name: StaticString) -> Bool {
-        let n = name.utf8CodeUnitCount
-        let w = name.utf8Start
+        contentsEqual(b, range, hasEscape: hasEscape, UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+    }
+
+    /// Whether the JSON string contents `b[range]` (escapes raw) decode to the UTF-8 bytes `name`.
+    /// Escapes are decoded as they are met (`\uXXXX` to UTF-8, surrogate pairs joined), so
+    /// nothing is copied; a lone surrogate equals nothing.
+    static func contentsEqual(_ b: UnsafeRawBufferPointer, _ range: Range<Int>, hasEscape: Bool, _ name: UnsafeRawBufferPointer) -> Bool {
+        let n = name.count
         if !hasEscape {
             guard range.count == n else { return false }
-            for k in 0..<n where b[range.lowerBound + k] != w[k] { return false }
+            for k in 0..<n where b[range.lowerBound + k] != name[k] { return false }
             return true
         }
         var p = range.lowerBound
         var k = 0
         while p < range.upperBound {
-            var unit: UInt8
-            if b[p] == 0x5C, p + 1 < range.upperBound {
-                switch b[p + 1] {
-                case 0x75:
-                    guard p + 5 < range.upperBound, let v = hex4(b, p + 2), v < 0x80 else { return false }
-                    unit = UInt8(v)
-                    p += 6
-                case 0x62: unit = 0x08; p += 2
-                case 0x66: unit = 0x0C; p += 2
-                case 0x6E: unit = 0x0A; p += 2
-                case 0x72: unit = 0x0D; p += 2
-                case 0x74: unit = 0x09; p += 2
-                default: unit = b[p + 1]; p += 2
-                }
-            } else {
-                unit = b[p]
+            guard b[p] == 0x5C, p + 1 < range.upperBound else {
+                guard k < n, name[k] == b[p] else { return false }
+                k += 1
                 p += 1
+                continue
             }
-            guard k < n, w[k] == unit else { return false }
-            k += 1
+            let scalar: UInt32
+            switch b[p + 1] {
+            case 0x75:
+                guard p + 5 < range.upperBound, let v = hex4(b, p + 2) else { return false }
+                p += 6
+                if v >= 0xD800 && v < 0xDC00 {
+                    guard p + 5 < range.upperBound, b[p] == 0x5C, b[p + 1] == 0x75, let low = hex4(b, p + 2),
+                          low >= 0xDC00, low < 0xE000 else { return false }
+                    p += 6
+                    scalar = 0x10000 + ((v - 0xD800) << 10) + (low - 0xDC00)
+                } else {
+                    guard v < 0xDC00 || v >= 0xE000 else { return false }
+                    scalar = v
+                }
+            case 0x62: scalar = 0x08; p += 2
+            case 0x66: scalar = 0x0C; p += 2
+            case 0x6E: scalar = 0x0A; p += 2
+            case 0x72: scalar = 0x0D; p += 2
+            case 0x74: scalar = 0x09; p += 2
+            default: scalar = UInt32(b[p + 1]); p += 2
+            }
+            guard matchUTF8(scalar, name, &k) else { return false }
         }
         return k == n
+    }
+
+    /// Whether `name[k...]` starts with the UTF-8 encoding of `scalar`; moves `k` past it.
+    @inline(__always)
+    static func matchUTF8(_ scalar: UInt32, _ name: UnsafeRawBufferPointer, _ k: inout Int) -> Bool {
+        let len = scalar < 0x80 ? 1 : scalar < 0x800 ? 2 : scalar < 0x10000 ? 3 : 4
+        guard len <= name.count - k else { return false }
+        let lead: UInt32 = len == 1 ? 0 : len == 2 ? 0xC0 : len == 3 ? 0xE0 : 0xF0
+        for j in 0..<len {
+            let shift = UInt32(6 * (len - 1 - j))
+            let unit = j == 0 ? lead | scalar >> shift : 0x80 | (scalar >> shift & 0x3F)
+            guard name[k + j] == UInt8(truncatingIfNeeded: unit) else { return false }
+        }
+        k += len
+        return true
     }
 
     static func hex4(_ b: UnsafeRawBufferPointer, _ p: Int) -> UInt32? {
