@@ -23,6 +23,7 @@ enum FuzzTarget: String, CaseIterable {
     case httpExchange = "http-exchange"
     case hubSession = "hub-session"
     case webSocketSession = "websocket-session"
+    case flow
 
     func run(_ data: UnsafeRawBufferPointer) {
         switch self {
@@ -35,6 +36,7 @@ enum FuzzTarget: String, CaseIterable {
         case .httpExchange: fuzzHTTPExchange(data)
         case .hubSession: fuzzHubSession(data)
         case .webSocketSession: fuzzWebSocketSession(data)
+        case .flow: fuzzFlow(data)
         }
     }
 }

@@ -70,14 +70,15 @@ struct TemplateParser {
                 i += 1
                 continue
             }
+            guard ChatCodec.isJSONSpace(c) || c == UInt8(ascii: "{") else {
+                throw .notHex(FlowSyntaxError.character(at: i, in: bytes), column: column(i))
+            }
             guard high == nil else { throw .oddHexDigits(column: column(highAt)) }
-            if ChatCodec.isJSONSpace(c) {
-                i += 1
-            } else if c == UInt8(ascii: "{") {
+            if c == UInt8(ascii: "{") {
                 guard i + 1 < bytes.count, Self.isIdentifierStart(bytes[i + 1]) else { throw .strayBrace(column: column(i)) }
                 i = try placeholder(at: i)
             } else {
-                throw .notHex(FlowSyntaxError.character(at: i, in: bytes), column: column(i))
+                i += 1
             }
         }
         if high != nil { throw .oddHexDigits(column: column(highAt)) }
