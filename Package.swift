@@ -7,8 +7,8 @@ import PackageDescription
 //   StampedeEngine
 //   StampedeFleet (the coordinator–worker protocol's frames)
 //   StampedeWorkloads, StampedeServers, StampedeReport, StampedeLive (the live metrics endpoint)
-//   StampedeSession (protocol sessions: pure over bytes and a clock)
-//   StampedeLoop, StampedeWire, StampedeMetrics, StampedeScenario
+//   StampedeSession (protocol sessions: pure over bytes and a clock), StampedeScenario (flows compile to StampedeWire's matchers)
+//   StampedeLoop, StampedeWire, StampedeMetrics
 //   CStampedeLinux, COpenSSL (system library: OpenSSL 3 via pkg-config), CStampedeTLS,
 //   CZlib (system library: zlib via pkg-config, for .hlog files)
 // The hot paths keep their state in class properties; Swift checks every access to one for
@@ -42,7 +42,7 @@ let package = Package(
         .target(name: "StampedeSession", dependencies: ["StampedeWire"], swiftSettings: hotPath),
         .target(name: "StampedeLoop", dependencies: ["CStampedeLinux", "COpenSSL", "CStampedeTLS"], swiftSettings: hotPath),
         .target(name: "StampedeMetrics", dependencies: [.product(name: "Histogram", package: "hdrhistogram-swift")]),
-        .target(name: "StampedeScenario", dependencies: ["Yams"]),
+        .target(name: "StampedeScenario", dependencies: ["StampedeWire", "Yams"]),
         .target(name: "StampedeWorkloads", dependencies: ["StampedeLoop", "StampedeSession", "StampedeWire", "StampedeMetrics", "StampedeScenario", "CStampedeLinux"], swiftSettings: hotPath),
         .target(name: "StampedeServers", dependencies: ["StampedeLoop", "StampedeSession", "StampedeWire", "CStampedeLinux"], swiftSettings: hotPath),
         .target(name: "StampedeReport", dependencies: ["StampedeMetrics", "StampedeScenario", "CZlib"]),
@@ -57,7 +57,7 @@ let package = Package(
         .testTarget(name: "StampedeSessionTests", dependencies: ["StampedeSession", "StampedeWire", "StampedeTestSupport"]),
         .testTarget(name: "StampedeLoopTests", dependencies: ["StampedeLoop", "CStampedeLinux", "StampedeTestSupport"]),
         .testTarget(name: "StampedeMetricsTests", dependencies: ["StampedeMetrics"]),
-        .testTarget(name: "StampedeScenarioTests", dependencies: ["StampedeScenario"]),
+        .testTarget(name: "StampedeScenarioTests", dependencies: ["StampedeScenario", "StampedeWire"]),
         .testTarget(name: "StampedeReportTests", dependencies: ["StampedeReport", "StampedeMetrics", "StampedeScenario"], exclude: ["Fixtures"]),
         .testTarget(name: "StampedeFleetTests", dependencies: ["StampedeFleet", "StampedeMetrics"]),
         .testTarget(name: "StampedeLiveTests", dependencies: ["StampedeLive", "StampedeMetrics", "StampedeLoop"], exclude: ["Fixtures"]),

@@ -49,6 +49,8 @@ public struct Scenario: Sendable, Equatable {
     public var whileDisconnected: DisconnectedSends = .drop
     /// REST workloads only: what each client polls and how it reads the answers.
     public var rest: RestSpec? = nil
+    /// WebSocket flow workloads only: the declared message flow.
+    public var websocket: WebSocketFlowSpec? = nil
     /// TLS settings: set for every `wss://` and `https://` target (defaults when the scenario has
     /// no `tls:` block), and for `target: embedded` with a `tls:` block (the embedded server then
     /// serves TLS); nil means plain TCP.
@@ -153,6 +155,9 @@ public enum Workload: String, Sendable, Equatable, CaseIterable {
     case hub
     /// ETag-polling REST clients (the JSONSession model); needs a `rest` section.
     case rest
+    /// WebSocket clients that speak the server's own protocol, declared as a flow in the
+    /// `websocket` section (connect steps, messages, correlated replies).
+    case websocket
 }
 
 public enum LoadModel: String, Sendable, Equatable, CaseIterable {

@@ -6,23 +6,24 @@ import Glibc
 private let reservedHeaders: [String: String] = [
     "host": "", "upgrade": "", "connection": "", "sec-websocket-key": "", "sec-websocket-version": "",
     "sec-websocket-extensions": "", "content-length": "", "transfer-encoding": "",
-    "sec-websocket-protocol": " (use the 'subprotocol' field instead)",
+    "sec-websocket-protocol": " (use the 'subprotocol' field, or 'websocket.subprotocols', instead)",
 ]
 
 extension Reader {
-    func headerList(_ node: Node?) throws(ScenarioError) -> [Scenario.Header] {
+    /// `headers:` (or `websocket.headers:`, `path` the field's name).
+    func headerList(_ node: Node?, path: String = "headers") throws(ScenarioError) -> [Scenario.Header] {
         guard let node, !isNull(node) else { return [] }
         guard case .mapping(let mapping) = node else {
-            throw error(at: node, field: "headers", "expected a mapping of header names to values, got \(describe(node))")
+            throw error(at: node, field: path, "expected a mapping of header names to values, got \(describe(node))")
         }
         var headers: [Scenario.Header] = []
         var seen: [String: Int] = [:]
         for (keyNode, valueNode) in mapping {
             guard case .scalar(let key) = keyNode, !isNull(keyNode) else {
-                throw error(at: keyNode, field: "headers", "expected a header name, got \(describe(keyNode))")
+                throw error(at: keyNode, field: path, "expected a header name, got \(describe(keyNode))")
             }
             let name = key.string
-            let field = "headers.\(name)"
+            let field = "\(path).\(name)"
             guard !name.isEmpty, name.unicodeScalars.allSatisfy(isTokenCharacter) else {
                 throw error(
                     at: keyNode, field: field,

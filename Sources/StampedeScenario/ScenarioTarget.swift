@@ -142,12 +142,14 @@ extension ScenarioLoader {
     /// `target` field; use it for `--target` overrides too.
     public static func targetProblem(_ target: Target, workload: Workload) -> String? {
         switch (workload, target) {
-        case (_, .embedded), (.chat, .webSocket), (.hub, .http), (.rest, .http): return nil
+        case (_, .embedded), (.chat, .webSocket), (.websocket, .webSocket), (.hub, .http), (.rest, .http): return nil
         case (.rest, .webSocket):
             return "the rest workload needs 'embedded' or the API's http:// or https:// base URL, got a ws:// URL"
         case (.chat, .http):
             return "the chat workload needs 'embedded' or a ws:// or wss:// URL; an http:// target is a SignalR hub's URL, "
                 + "for 'workload: hub'"
+        case (.websocket, .http):
+            return "the websocket workload needs 'embedded' or a ws:// or wss:// URL, got an http:// URL"
         case (.hub, .webSocket):
             return "the hub workload needs 'embedded' or the hub's http:// or https:// URL (Stampede switches to ws:// or "
                 + "wss:// itself for the WebSockets transport), got a ws:// URL"

@@ -86,6 +86,11 @@ extension Reader {
         }
         var hub: HubSpec?
         var rest: RestSpec?
+        var websocket: WebSocketFlowSpec?
+        if workload != .websocket, let keyNode = fields.keyNode("websocket") {
+            throw error(at: keyNode, field: "websocket",
+                        "only for workload websocket (this scenario's workload is '\(workload.rawValue)'): remove the section or set 'workload: websocket'")
+        }
         if workload != .rest, let keyNode = fields.keyNode("rest") {
             throw error(at: keyNode, field: "rest",
                         "only for workload rest (this scenario's workload is '\(workload.rawValue)'): remove the section or set 'workload: rest'")
@@ -104,6 +109,19 @@ extension Reader {
             if rest?.token != nil, let header = headers.first(where: { $0.name.lowercased() == "authorization" }),
                let tokenNode = fields["rest"]?.mapping?["token"] {
                 throw error(at: tokenNode, field: "rest.token", "both rest.token and the '\(header.name)' header are given: keep only one of them")
+            }
+        case .websocket:
+            guard let node = fields["websocket"] else {
+                throw error(at: fields["workload"] ?? root, field: "websocket",
+                            "missing required field 'websocket': workload 'websocket' needs a 'websocket' section with the flow's "
+                                + "'send' message and 'replies' (see docs/websocket.md and scenarios/websocket-pubsub.yaml)")
+            }
+            if let keyNode = fields.keyNode("hub") {
+                throw error(at: keyNode, field: "hub", "only for workload hub (this scenario's workload is 'websocket')")
+            }
+            websocket = try webSocketFlowSpec(node, message: message)
+            if let spec = websocket, !spec.subprotocols.isEmpty, let node = fields["subprotocol"] {
+                throw error(at: node, field: "subprotocol", "both subprotocol and websocket.subprotocols are given: keep only websocket.subprotocols")
             }
         case .chat:
             if let keyNode = fields.keyNode("hub") {
@@ -136,11 +154,12 @@ extension Reader {
             drainSeconds: drain, connectTimeoutSeconds: connectTimeout, headers: headers, subprotocol: subprotocol,
             maxMessageBytes: maxMessageBytes, sourceAddresses: sourceAddresses, hub: hub)
         scenario.rest = rest
+        scenario.websocket = websocket
         if let node = fields["resolve"] {
             scenario.resolve = try choice(node, field: "resolve")
         }
         if let node = fields["reconnect"] {
-            guard workload == .chat else {
+            guard workload == .chat || workload == .websocket else {
                 throw error(at: node, field: "reconnect", workload == .hub ? "hub clients take their policy from 'hub.reconnect'"
                             : "REST clients open a new connection when they need one; there is nothing to reconnect")
             }
@@ -150,7 +169,7 @@ extension Reader {
             scenario.whileDisconnected = try choice(node, field: "while_disconnected")
         }
         if let node = fields["heartbeat"] {
-            guard workload == .chat else {
+            guard workload == .chat || workload == .websocket else {
                 throw error(at: node, field: "heartbeat", workload == .hub ? "hub clients use 'hub.keep_alive' and 'hub.server_timeout'"
                             : "REST clients have no heartbeat: their polls are the traffic")
             }

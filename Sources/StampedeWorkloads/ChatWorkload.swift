@@ -3,8 +3,10 @@ import StampedeMetrics
 import StampedeScenario
 import StampedeWire
 
-/// The WebSocket chat client (it sends `{"message","user","userID"}` and receives every
-/// broadcast) for the clients one event loop owns.
+/// The WebSocket clients one event loop owns: the chat client (it sends
+/// `{"message","user","userID"}` and receives every broadcast), or a flow the scenario declares
+/// (`workload: websocket`, `plan.flow`: its connect steps, messages and replies; see
+/// ChatWorkload+Flow.swift) on the same send chains, reconnects, storms and churn.
 ///
 /// Every message text carries a `MessageStamp` (sender, sequence, intended and actual send time),
 /// so the sender measures its round trip from its own echo and every other client measures
@@ -32,6 +34,9 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         /// coordinator): stamps are written and read in the run's clock, so a broadcast sent on
         /// one host and received on another is timed right. 0 on one host.
         public var stampClockOffsetNs: Int64 = 0
+        /// A declared flow instead of the chat protocol (`workload: websocket`), and its secrets' values.
+        public var flow: WebSocketFlowSpec? = nil
+        public var secretValues: [String: String] = [:]
 
         public init(totalClients: Int, globalIndices: [Int], connectRate: Double, loadModel: LoadModel, totalRate: Double,
                     thinkTimeNs: UInt64, messageSize: Int, runTag: String) {
@@ -41,7 +46,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         }
     }
 
-    enum TimerKind: UInt8 { case connect = 1, send = 2, reconnect = 3, heartbeatSweep = 4, stallEnd = 5 }
+    enum TimerKind: UInt8 { case connect = 1, send = 2, reconnect = 3, heartbeatSweep = 4, stallEnd = 5, flowStep = 6, replySweep = 7 }
 
     public let ws: WebSocketClients
     public let plan: Plan
@@ -54,6 +59,8 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     /// Own messages sent and not yet echoed, per client.
     var outstanding: [UInt32]
     var scheduleStartNs: [UInt64]
+    /// When the message phase began (clients that connect later start from it).
+    var messageStartNs: UInt64 = 0
     var schedule: LoadSchedule
     /// Clients whose connect has not been attempted yet.
     public private(set) var notYetStarted: Int
@@ -75,7 +82,13 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     var lastHeartbeatNs: [UInt64]
     var lastPingNs: [UInt64]
     lazy var heartbeatText: [UInt8] = Array((plan.heartbeat?.text ?? "heart").utf8)
-    public private(set) var totalOutstanding: UInt64 = 0
+    public internal(set) var totalOutstanding: UInt64 = 0
+    /// The declared flow (nil: the chat protocol), each client's connect progress and captures,
+    /// its messages awaiting replies, and its `{user}` name.
+    let flow: FlowProgram?
+    var flowConnections: [FlowConnection] = []
+    var pending: [PendingSends] = []
+    var users: [[UInt8]] = []
 
     /// A local instant in the run's clock (`Plan.stampClockOffsetNs`).
     @inline(__always) func runClock(_ localNs: UInt64) -> UInt64 { StampedeWorkloads.runClock(localNs, offsetNs: plan.stampClockOffsetNs) }
@@ -86,6 +99,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         let n = plan.globalIndices.count
         suffixes = plan.globalIndices.map { Self.identity(runTag: plan.runTag, globalIndex: $0, generation: 0) }
         nextSequence = Array(repeating: 0, count: n)
+        flow = plan.flow.map { FlowProgram(spec: $0, secretValues: plan.secretValues) }
         dueSequence = Array(repeating: 0, count: n)
         outstanding = Array(repeating: 0, count: n)
         scheduleStartNs = Array(repeating: 0, count: n)
@@ -104,6 +118,13 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         schedule = LoadSchedule(totalClients: plan.totalClients, connectRate: plan.connectRate, loadModel: plan.loadModel,
                                 totalRate: plan.totalRate, thinkTimeNs: plan.thinkTimeNs, seed: plan.seed)
         ws.application = self
+        if let flow {
+            ws.connectsWhenReady = true
+            ws.metrics.named = flow.namedMetrics()
+            flowConnections = Array(repeating: FlowConnection(), count: n)
+            pending = Array(repeating: PendingSends(), count: n)
+            users = plan.globalIndices.map { Array("\(plan.runTag)-user-\($0)".utf8) }
+        }
     }
 
     // MARK: Phases (called by the engine on the loop thread)
@@ -115,6 +136,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
             ws.schedule(at: schedule.connectTime(start: startNs, globalIndex: g), token: token(.connect, k))
         }
         if plan.heartbeat != nil { ws.schedule(at: startNs + 250_000_000, token: token(.heartbeatSweep, 0)) }
+        if flow != nil { ws.schedule(at: startNs + replySweepIntervalNs, token: TimerToken(TimerKind.replySweep, slot: 0)) }
     }
 
     /// Starts sending. Open model: client g's messages are intended at
@@ -122,11 +144,15 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     public func beginMessages(startNs: UInt64, endNs: UInt64) {
         phase = .messages
         guard schedule.beginMessages(endNs: endNs) else { return }
-        for (k, g) in plan.globalIndices.enumerated() where ws.state(of: k) == .open {
-            let first = schedule.firstSend(start: startNs, globalIndex: g, random: &ws.random)
-            scheduleStartNs[k] = first
-            if schedule.isInPhase(first) { ws.schedule(at: first, token: token(.send, k)) }
-        }
+        messageStartNs = startNs
+        for k in plan.globalIndices.indices where ws.isReady(k) { startSending(k) }
+    }
+
+    /// Client `k`'s first message of the phase (open model: its slot in the even stream).
+    func startSending(_ k: Int) {
+        let first = schedule.firstSend(start: messageStartNs, globalIndex: plan.globalIndices[k], random: &ws.random)
+        scheduleStartNs[k] = first
+        if schedule.isInPhase(first) { ws.schedule(at: first, token: token(.send, k)) }
     }
 
     /// Stops scheduling new messages; outstanding echoes may still arrive.
@@ -148,6 +174,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     public func closeAll(lostReason: LossReason) {
         phase = .closing
         for k in plan.globalIndices.indices { dropDue(k) }
+        for k in pending.indices { _ = pending[k].dropAll() }
         for k in outstanding.indices where outstanding[k] > 0 {
             ws.metrics.lose(lostReason, UInt64(outstanding[k]))
             totalOutstanding -= UInt64(outstanding[k])
@@ -175,6 +202,14 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
 
     @inline(__always)
     func sendMessage(_ k: Int, sequence: UInt32, intendedNs: UInt64) {
+        if let flow {
+            // `{sequence}` counts from 1.
+            flowSendMessage(k, flow, sequence: sequence &+ 1, intendedNs: intendedNs)
+            ws.metrics.count(.messagesSent)
+            outstanding[k] += 1
+            totalOutstanding += 1
+            return
+        }
         let stamp = MessageStamp(sender: UInt32(plan.globalIndices[k]), sequence: sequence, intendedNs: runClock(intendedNs),
                                  actualNs: runClock(EventLoop.now()))
         suffixes[k].withUnsafeBytes { suffix in
@@ -221,9 +256,15 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
             ws.metrics.count(.reconnectAttempts)
             stormBook.attempt(&stormTrack[k], nowNs: EventLoop.now())
             ws.connect(k)
+        case .flowStep:
+            flowStepTimedOut(k, epoch: epoch)
+        case .replySweep:
+            guard let flow else { return }
+            replySweep(flow, now: EventLoop.now())
+            if phase != .closing { ws.schedule(at: deadline + replySweepIntervalNs, token: token) }
         case .send:
             guard phase == .messages, sendEpoch[k] == epoch else { return }
-            if ws.state(of: k) != .open {
+            if !ws.isReady(k) {
                 // Open model: messages keep falling due while the client reconnects: dropped
                 // and counted, or queued for after the reconnect.
                 guard reconnecting[k], plan.loadModel == .open else { return }
@@ -258,7 +299,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         let pingInterval = h.pingIntervalSeconds.map { nanoseconds($0) }
         let timeout = h.timeoutSeconds.map { nanoseconds($0) }
         // A stalled client is frozen: it neither sends heartbeats nor judges the server.
-        for k in plan.globalIndices.indices where ws.state(of: k) == .open && !ws.isReadingPaused(k) {
+        for k in plan.globalIndices.indices where ws.isReady(k) && !ws.isReadingPaused(k) {
             if let timeout, now &- ws.lastReceivedNs(of: k) >= timeout, now > ws.lastReceivedNs(of: k) {
                 ws.abort(k, reset: false, reason: .serverTimeout)
                 continue
@@ -287,6 +328,12 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     }
 
     public func webSocketOpened(client k: Int) {
+        if let flow { flowOpened(k, flow) } else { clientReady(k) }
+    }
+
+    /// The client is connected (a flow's connect steps done): reconnect and churn bookkeeping,
+    /// and its send chain.
+    func clientReady(_ k: Int) {
         reconnectTimeline[k].connected()
         let now = EventLoop.now()
         lastHeartbeatNs[k] = now
@@ -308,6 +355,9 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
                 reconnecting[k] = false
                 rejoinSchedule(k)
             }
+        } else if phase == .messages && flow != nil {
+            // A flow's connect steps can end after the message phase began.
+            startSending(k)
         }
         everOpened[k] = true
     }
@@ -333,6 +383,10 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     }
 
     public func webSocketReceived(client k: Int, opcode: WebSocketOpcode, payload: UnsafeRawBufferPointer) {
+        if let flow {
+            flowReceived(k, flow, opcode: opcode, payload: payload)
+            return
+        }
         guard opcode == .text, let stamp = ChatCodec.readStamp(payload) else {
             ws.metrics.count(.unparsedMessages)
             return
@@ -356,6 +410,10 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     }
 
     public func webSocketEnded(client k: Int, end: WebSocketEnd) {
+        if flow != nil {
+            _ = pending[k].dropAll()
+            flowConnections[k].ready = false
+        }
         if outstanding[k] > 0 {
             ws.metrics.lose(.connectionClosed, UInt64(outstanding[k]))
             totalOutstanding -= UInt64(outstanding[k])
@@ -391,7 +449,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     /// stop reading it for `stallNs`).
     public func storm(index: Int, atNs: UInt64, fraction: Double, mode: StormMode, stallNs: UInt64) {
         if index >= 0 { watch(index: index, atNs: atNs) }
-        for k in plan.globalIndices.indices where ws.state(of: k) == .open && !churnLeaving[k] {
+        for k in plan.globalIndices.indices where ws.isReady(k) && !churnLeaving[k] {
             guard ws.random.unit() < fraction else { continue }
             if index >= 0 {
                 stormBook.hit(&stormTrack[k], storm: index)
@@ -417,7 +475,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         var k = Int(ws.random.next() % UInt64(n))
         for _ in 0..<n where left < count {
             k = k + 1 == n ? 0 : k + 1
-            guard ws.state(of: k) == .open, outstanding[k] == 0, !churnLeaving[k], !ws.isReadingPaused(k) else { continue }
+            guard ws.isReady(k), outstanding[k] == 0, !churnLeaving[k], !ws.isReadingPaused(k) else { continue }
             dropDue(k)
             churnLeaving[k] = true
             sendEpoch[k] &+= 1  // the leaving user's send chain ends here
@@ -438,6 +496,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     func joinAsNewUser(_ k: Int) {
         churnGeneration[k] &+= 1
         suffixes[k] = Self.identity(runTag: plan.runTag, globalIndex: plan.globalIndices[k], generation: churnGeneration[k])
+        if flow != nil { users[k] = Array("\(plan.runTag)-user-\(plan.globalIndices[k])-\(churnGeneration[k])".utf8) }
         churnJoining[k] = true
         reconnectTimeline[k].connected()
         ws.connect(k)

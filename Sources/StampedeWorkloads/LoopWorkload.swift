@@ -70,7 +70,11 @@ extension ErrorClass {
 extension ChatWorkload: LoopWorkload {
     public var metrics: MetricsShard {
         get { ws.metrics }
-        set { ws.metrics = newValue }
+        set {
+            ws.metrics = newValue
+            // A fresh shard from the engine has no named slots yet: a flow's are made once here.
+            if let flow, ws.metrics.named.isEmpty { ws.metrics.named = flow.namedMetrics() }
+        }
     }
     public var openCount: Int { ws.openCount }
     public var inFlightConnects: Int { ws.inFlightConnects }

@@ -85,6 +85,8 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
         var inFlight = false
         /// Counted in `openCount`.
         var opened = false
+        /// The upgrade completed (with `connectsWhenReady`, the application's steps may still run).
+        var upgraded = false
         /// When anything last arrived (dead-server detection).
         var lastReceivedNs: UInt64 = 0
     }
@@ -102,6 +104,10 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
     var clientBySlot: [Int32] = []
     public private(set) var openCount = 0
     public private(set) var inFlightConnects = 0
+    /// Whether a client counts as connected only once the application calls `ready` (a declared
+    /// flow's connect steps run after the upgrade); until then it stays a connect in flight, and
+    /// a connection that ends before it counts as a failed connect.
+    public var connectsWhenReady = false
 
     /// This runtime's own timers (`TimerToken.Layer.connection`); the application's pass through.
     enum TimerKind: UInt8 { case upgradeTimeout, closeTimeout }
@@ -257,22 +263,39 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
         }
     }
 
-    /// The connection is open: counted, and the application told.
+    /// The connection is open: counted (unless the application's steps come first), and the application told.
     func opened(_ c: Int) {
         metrics.record(.upgrade, nanoseconds: EventLoop.now() - clients[c].session.upgradeStartedNs)
+        clients[c].upgraded = true
+        if !connectsWhenReady { countConnected(c) }
+        application.webSocketOpened(client: c)
+    }
+
+    /// With `connectsWhenReady`: the application's connect steps are done, so the client is connected.
+    public func ready(_ c: Int) {
+        guard connectsWhenReady, clients[c].upgraded, !clients[c].opened, clients[c].session.state == .open else { return }
+        countConnected(c)
+    }
+
+    /// Whether the client is connected and ready for messages.
+    public func isReady(_ c: Int) -> Bool { clients[c].opened && clients[c].session.state == .open }
+
+    private func countConnected(_ c: Int) {
         metrics.count(.connected)
         clients[c].inFlight = false
         inFlightConnects -= 1
         clients[c].opened = true
         openCount += 1
-        application.webSocketOpened(client: c)
     }
 
     func end(_ client: Int, _ outcome: WebSocketEnd) {
         if clients[client].inFlight {
             clients[client].inFlight = false
             inFlightConnects -= 1
+            // Upgraded, but its connect steps never finished: a connect that failed.
+            if clients[client].upgraded { metrics.count(.connectFailed) }
         }
+        clients[client].upgraded = false
         if clients[client].opened {
             clients[client].opened = false
             openCount -= 1

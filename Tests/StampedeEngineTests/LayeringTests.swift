@@ -10,8 +10,8 @@ import Testing
     /// Layers from the bottom: a module may depend only on modules of lower layers.
     static let layers: [[String]] = [
         ["CStampedeLinux", "COpenSSL", "CStampedeTLS", "CZlib"],
-        ["StampedeLoop", "StampedeWire", "StampedeMetrics", "StampedeScenario"],
-        ["StampedeSession"],
+        ["StampedeLoop", "StampedeWire", "StampedeMetrics"],
+        ["StampedeSession", "StampedeScenario"],
         ["StampedeWorkloads", "StampedeServers", "StampedeReport", "StampedeLive"],
         ["StampedeFleet"],
         ["StampedeEngine"],

@@ -35,6 +35,11 @@ struct ChatKind: WorkloadKind {
     }
 
     func makeClients(_ setup: LoopClientsSetup) throws(RunSetupError) -> any LoopWorkload {
+        try makeClients(setup, flow: nil, secretValues: [:])
+    }
+
+    /// The chat clients of one loop, or (`flow`) the clients of a declared flow on the same runtime.
+    func makeClients(_ setup: LoopClientsSetup, flow: WebSocketFlowSpec?, secretValues: [String: String]) throws(RunSetupError) -> any LoopWorkload {
         guard case .webSocket(var ws) = setup.endpoint else { throw RunSetupError("the chat workload needs a WebSocket endpoint") }
         ws.addresses = setup.perClient(ws.addresses)
         ws.tls = setup.tls
@@ -48,6 +53,8 @@ struct ChatKind: WorkloadKind {
         plan.whileDisconnected = s.whileDisconnected
         plan.seed = s.seed
         plan.stampClockOffsetNs = setup.stampClockOffsetNs
+        plan.flow = flow
+        plan.secretValues = secretValues
         return ChatWorkload(ws: clients, plan: plan)
     }
 }

@@ -49,6 +49,7 @@ enum WorkloadKinds {
         case .chat: ChatKind()
         case .hub: HubKind()
         case .rest: RestKind()
+        case .websocket: WebSocketFlowKind()
         }
     }
 }

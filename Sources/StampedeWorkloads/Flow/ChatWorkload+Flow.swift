@@ -1,0 +1,217 @@
+import StampedeLoop
+import StampedeMetrics
+import StampedeScenario
+import StampedeWire
+
+/// A declared flow (`workload: websocket`) on the chat client's scheduling: the same send
+/// chains, reconnects, storms, churn and heartbeats, with the messages, connect steps and
+/// replies the scenario declares instead of the chat protocol's.
+extension ChatWorkload {
+    // MARK: Connecting
+
+    /// The upgrade is done: the connect steps run (the client is connected after the last one).
+    func flowOpened(_ k: Int, _ flow: FlowProgram) {
+        flowConnections[k].epoch &+= 1
+        flowConnections[k].step = 0
+        flowConnections[k].ready = false
+        flowConnections[k].upgradedNs = EventLoop.now()
+        if let table = flowConnections[k].values { table.clearCaptures() } else { flowConnections[k].values = flow.makeValueTable() }
+        runSteps(k, flow)
+    }
+
+    /// Carries out send steps until an expect step (armed with its timeout) or the end.
+    func runSteps(_ k: Int, _ flow: FlowProgram) {
+        let steps = flow.spec.connect
+        while flowConnections[k].step < steps.count {
+            switch steps[flowConnections[k].step] {
+            case .send(let template):
+                sendTemplate(k, template, sequence: 0, intendedNs: EventLoop.now())
+                flowConnections[k].step += 1
+            case .expect:
+                let deadline = EventLoop.now() + flow.stepTimeoutNs[flowConnections[k].step]
+                ws.schedule(at: deadline, token: TimerToken(TimerKind.flowStep, slot: k, epoch: flowConnections[k].epoch))
+                return
+            }
+        }
+        flowConnections[k].ready = true
+        let now = EventLoop.now()
+        ws.metrics.named.record(flow.connectFlowSlot, nanoseconds: now &- flowConnections[k].upgradedNs)
+        ws.ready(k)
+        clientReady(k)
+    }
+
+    /// An expect step's timer: the step is still waiting, so the connect failed.
+    func flowStepTimedOut(_ k: Int, epoch: UInt32) {
+        guard let flow, flowConnections[k].epoch == epoch, !flowConnections[k].ready, ws.state(of: k) == .open else { return }
+        failStep(k, flow, .expectTimeout)
+    }
+
+    func failStep(_ k: Int, _ flow: FlowProgram, _ error: ErrorClass) {
+        let step = flowConnections[k].step
+        var what = ""
+        if step < flow.spec.connect.count, case .expect(let e) = flow.spec.connect[step] { what = e.text }
+        ws.metrics.error(error)
+        ws.metrics.countStepError("\(error.key): connect step \(step) (\(what))")
+        ws.close(k, code: 1000)
+    }
+
+    // MARK: Sending
+
+    /// One scheduled message of the flow: an entry picked by weight, rendered straight into the frame.
+    @inline(__always)
+    func flowSendMessage(_ k: Int, _ flow: FlowProgram, sequence: UInt32, intendedNs: UInt64) {
+        let entry = flow.pickSend(flow.cumulativeWeights.count > 1 ? ws.random.unit() : 0)
+        let actual = sendTemplate(k, flow.spec.sends[entry].template, sequence: sequence, intendedNs: intendedNs)
+        pending[k].sent(sequence, intendedNs: intendedNs, actualNs: actual)
+    }
+
+    /// Renders `template` for client `k` into one frame and sends it; returns the send time.
+    @discardableResult
+    func sendTemplate(_ k: Int, _ template: MessageTemplate, sequence: UInt32, intendedNs: UInt64) -> UInt64 {
+        let now = EventLoop.now()
+        let stamp = MessageStamp(sender: UInt32(plan.globalIndices[k]), sequence: sequence, intendedNs: runClock(intendedNs),
+                                 actualNs: runClock(now))
+        renderAndSend(k, template, stamp: stamp)
+        return now
+    }
+
+    /// Writes the template's frame straight into the connection's write queue: no allocation.
+    @inline(__always)
+    func renderAndSend(_ k: Int, _ template: MessageTemplate, stamp: MessageStamp) {
+        guard let table = flowConnections[k].values else { return }
+        let opcode: WebSocketOpcode = template.encoding == .binary ? .binary : .text
+        let random = ws.random.next()
+        users[k].withUnsafeBytes { user in
+            var values = TemplateValues(stamp: stamp, client: plan.globalIndices[k], sequence: stamp.sequence, user: user,
+                                        named: UnsafeBufferPointer(table.named), random: random)
+            let length = template.length(values)
+            ws.send(k, opcode: opcode, length: length) { out in _ = template.render(into: out, &values) }
+        }
+    }
+
+    // MARK: Receiving
+
+    func flowReceived(_ k: Int, _ flow: FlowProgram, opcode: WebSocketOpcode, payload: UnsafeRawBufferPointer) {
+        let isText = opcode == .text
+        if !flowConnections[k].ready {
+            connectStepReceived(k, flow, isText: isText, payload: payload)
+            return
+        }
+        switch flow.classify(payload, isText: isText) {
+        case .reply(let i): replyReceived(k, flow, rule: i, payload: payload)
+        case .respond(let i): respond(k, flow, i)
+        case .ignore(let i):
+            ws.metrics.count(.flowIgnored)
+            ws.metrics.named.count(flow.ignoreCounter(i))
+        case .unrecognised: unrecognised(k, flow, payload, isText: isText)
+        }
+    }
+
+    /// A frame while an expect step waits: the step's match first, then respond and ignore rules.
+    func connectStepReceived(_ k: Int, _ flow: FlowProgram, isText: Bool, payload: UnsafeRawBufferPointer) {
+        let step = flowConnections[k].step
+        guard step < flow.spec.connect.count, case .expect(let expect) = flow.spec.connect[step] else { return }
+        if expect.match.holds(payload, isText: isText) {
+            for capture in expect.captures {
+                guard let range = capture.selector.extract(payload) else { continue }
+                flowConnections[k].values?.capture(capture.slot, UnsafeRawBufferPointer(rebasing: payload[range]))
+            }
+            flowConnections[k].step += 1
+            flowConnections[k].epoch &+= 1  // the step's timer is stale now
+            runSteps(k, flow)
+            return
+        }
+        switch flow.classify(payload, isText: isText) {
+        case .respond(let i): respond(k, flow, i)
+        case .ignore(let i):
+            ws.metrics.count(.flowIgnored)
+            ws.metrics.named.count(flow.ignoreCounter(i))
+        case .reply, .unrecognised:
+            if expect.strict { failStep(k, flow, .expectMismatch) } else { unrecognised(k, flow, payload, isText: isText) }
+        }
+    }
+
+    func respond(_ k: Int, _ flow: FlowProgram, _ i: Int) {
+        ws.metrics.count(.flowResponded)
+        ws.metrics.named.count(flow.respondCounter(i))
+        sendTemplate(k, flow.spec.responds[i].template, sequence: 0, intendedNs: EventLoop.now())
+    }
+
+    func unrecognised(_ k: Int, _ flow: FlowProgram, _ payload: UnsafeRawBufferPointer, isText: Bool) {
+        ws.metrics.count(.unrecognisedFrames)
+        guard ws.metrics.wantsSample else { return }
+        flow.masked(payload).withUnsafeBytes { ws.metrics.keepSample($0, isText: isText) }
+    }
+
+    /// A reply rule took the frame: measured by its correlated message or its stamp.
+    func replyReceived(_ k: Int, _ flow: FlowProgram, rule i: Int, payload: UnsafeRawBufferPointer) {
+        ws.metrics.named.count(flow.replyCounter(i))
+        let rule = flow.spec.replies[i]
+        let nowLocal = EventLoop.now()
+        switch rule.measure {
+        case .none:
+            return
+        case .correlate(_, let received):
+            guard let sequence = FlowProgram.sequence(in: payload, at: received), let entry = pending[k].entry(sequence) else {
+                ws.metrics.count(.unrecognisedFrames)
+                return
+            }
+            if let slot = flow.replyLatencySlot[i] {
+                ws.metrics.named.record(slot, nanoseconds: nowLocal &- entry.intendedNs)
+                ws.metrics.named.record(slot + 1, nanoseconds: nowLocal &- entry.actualNs)
+            }
+            delivered(k, sequence)
+        case .stamp(let source):
+            guard let stamp = FlowProgram.stamp(in: payload, source) else {
+                ws.metrics.count(.unparsedMessages)
+                return
+            }
+            let now = runClock(nowLocal)
+            if Int(stamp.sender) == plan.globalIndices[k] {
+                if let slot = flow.replyLatencySlot[i] {
+                    ws.metrics.named.record(slot, nanoseconds: now &- stamp.intendedNs)
+                    ws.metrics.named.record(slot + 1, nanoseconds: now &- stamp.actualNs)
+                }
+                guard pending[k].entry(stamp.sequence) != nil else { return }
+                ws.metrics.record(.roundTrip, nanoseconds: now &- stamp.intendedNs)
+                ws.metrics.record(.roundTripUncorrected, nanoseconds: now &- stamp.actualNs)
+                delivered(k, stamp.sequence)
+            } else {
+                ws.metrics.count(.fanoutReceived)
+                ws.metrics.record(.fanout, nanoseconds: now &- stamp.intendedNs)
+                ws.metrics.record(.fanoutUncorrected, nanoseconds: now &- stamp.actualNs)
+            }
+        }
+    }
+
+    /// Message `sequence` got its first measured reply; later replies to it only add latency samples.
+    func delivered(_ k: Int, _ sequence: UInt32) {
+        guard pending[k].deliver(sequence) else { return }
+        outstanding[k] -= 1
+        totalOutstanding -= 1
+        ws.metrics.count(.messagesDelivered)
+        if plan.loadModel == .closed && phase == .messages {
+            if let next = schedule.nextAfterReply(now: EventLoop.now()) { ws.schedule(at: next, token: token(.send, k)) }
+        }
+    }
+
+    // MARK: Losing
+
+    /// Every quarter of the reply timeout (at most every 250 ms): messages past it are lost (`no_reply`).
+    func replySweep(_ flow: FlowProgram, now: UInt64) {
+        guard now > flow.replyTimeoutNs else { return }
+        let cutoff = now - flow.replyTimeoutNs
+        for k in pending.indices where outstanding[k] > 0 {
+            let n = pending[k].expire(sentAtOrBefore: cutoff)
+            guard n > 0 else { continue }
+            ws.metrics.lose(.noReply, UInt64(n))
+            outstanding[k] -= UInt32(n)
+            totalOutstanding -= UInt64(n)
+            if plan.loadModel == .closed && phase == .messages {
+                if let next = schedule.nextAfterReply(now: now) { ws.schedule(at: next, token: token(.send, k)) }
+            }
+        }
+    }
+
+    var replySweepIntervalNs: UInt64 { min(250_000_000, max(1_000_000, (flow?.replyTimeoutNs ?? 0) / 4)) }
+}

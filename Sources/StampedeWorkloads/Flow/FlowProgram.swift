@@ -1,0 +1,151 @@
+import StampedeMetrics
+import StampedeScenario
+import StampedeWire
+
+/// A declared flow (`workload: websocket`) as a loop's clients run it: the scenario's compiled
+/// spec, the secrets' values, and the slots of its named metrics, fixed for the run. Shared by
+/// every client of a loop and never changed, so the hot path only reads it.
+final class FlowProgram: @unchecked Sendable {
+    let spec: WebSocketFlowSpec
+    /// Each secret's value, in `spec.namedSlots` order after the captures.
+    let secrets: [[UInt8]]
+    /// The secrets as every client's `FlowValueTable` borrows them (owned here, freed at deinit).
+    let secretBuffers: UnsafeMutableBufferPointer<UnsafeRawBufferPointer>
+    /// Running totals of the send entries' weights, to pick one per message.
+    let cumulativeWeights: [Int]
+    /// Per reply rule: its latency slots (`<name>`, then `<name>_uncorrected` right after), or nil.
+    let replyLatencySlot: [Int?]
+    /// The `connect_flow` latency slot.
+    let connectFlowSlot: Int
+    let replyTimeoutNs: UInt64
+    /// Per connect step: its expect timeout (0 for a send step).
+    let stepTimeoutNs: [UInt64]
+
+    /// Where a received frame goes: the first rule whose match holds, replies first.
+    enum FrameClass: Equatable {
+        case reply(Int)
+        case respond(Int)
+        case ignore(Int)
+        case unrecognised
+    }
+
+    init(spec: WebSocketFlowSpec, secretValues: [String: String]) {
+        self.spec = spec
+        secrets = spec.secrets.map { Array((secretValues[$0.name] ?? "").utf8) }
+        secretBuffers = .allocate(capacity: secrets.count)
+        for (i, secret) in secrets.enumerated() {
+            let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: secret.count, alignment: 1)
+            copy.copyBytes(from: secret)
+            secretBuffers[i] = UnsafeRawBufferPointer(copy)
+        }
+        var total = 0
+        cumulativeWeights = spec.sends.map { total += $0.weight; return total }
+        var slot = 0
+        replyLatencySlot = spec.replies.map { rule in
+            guard rule.measure != .none else { return nil }
+            defer { slot += 2 }
+            return slot
+        }
+        connectFlowSlot = slot
+        replyTimeoutNs = UInt64(spec.replyTimeoutSeconds * 1e9)
+        stepTimeoutNs = spec.connect.map { step in
+            if case .expect(let e) = step { UInt64(e.timeoutSeconds * 1e9) } else { 0 }
+        }
+    }
+
+    deinit {
+        for b in secretBuffers { UnsafeMutableRawBufferPointer(mutating: b).deallocate() }
+        secretBuffers.deallocate()
+    }
+
+    /// The flow's named latencies and counters, in slot order.
+    func namedMetrics() -> NamedMetrics { NamedMetrics(latencyKeys: spec.latencyKeys, counterKeys: spec.counterKeys) }
+
+    /// A client's table of `{name}` values, its secrets filled in.
+    func makeValueTable() -> FlowValueTable {
+        FlowValueTable(captureCount: spec.captures.count, secrets: UnsafeBufferPointer(secretBuffers))
+    }
+
+    /// Counter slots: replies, then respond rules, then ignore rules.
+    func replyCounter(_ i: Int) -> Int { i }
+    func respondCounter(_ i: Int) -> Int { spec.replies.count + i }
+    func ignoreCounter(_ i: Int) -> Int { spec.replies.count + spec.responds.count + i }
+
+    /// The send entry for a uniform draw in [0, 1).
+    @inline(__always)
+    func pickSend(_ unit: Double) -> Int {
+        guard cumulativeWeights.count > 1, let total = cumulativeWeights.last else { return 0 }
+        let r = Int(unit * Double(total))
+        var i = 0
+        while i < cumulativeWeights.count - 1 && r >= cumulativeWeights[i] { i += 1 }
+        return i
+    }
+
+    /// The first rule that takes this frame.
+    func classify(_ payload: UnsafeRawBufferPointer, isText: Bool) -> FrameClass {
+        for (i, rule) in spec.replies.enumerated() where rule.match.holds(payload, isText: isText) { return .reply(i) }
+        for (i, rule) in spec.responds.enumerated() where rule.match.holds(payload, isText: isText) { return .respond(i) }
+        for (i, rule) in spec.ignores.enumerated() where rule.match.holds(payload, isText: isText) { return .ignore(i) }
+        return .unrecognised
+    }
+
+    /// The sequence number a correlated reply names at `selector`: decimal text, or a big-endian
+    /// integer for a byte selector. Nil when absent or not a number.
+    static func sequence(in payload: UnsafeRawBufferPointer, at selector: FieldSelector) -> UInt32? {
+        guard let range = selector.extract(payload), !range.isEmpty else { return nil }
+        var value: UInt64 = 0
+        if case .bytes = selector {
+            for i in range { value = value << 8 | UInt64(payload[i]) }
+            return UInt32(truncatingIfNeeded: value)
+        }
+        guard range.count <= 10 else { return nil }
+        for i in range {
+            let c = payload[i]
+            guard c >= 48 && c <= 57 else { return nil }
+            value = value * 10 + UInt64(c - 48)
+        }
+        return value <= UInt64(UInt32.max) ? UInt32(value) : nil
+    }
+
+    /// A frame's stamp, where the rule says it is.
+    static func stamp(in payload: UnsafeRawBufferPointer, _ source: WebSocketFlowSpec.StampSource) -> MessageStamp? {
+        switch source {
+        case .search: return FlowStamp.search(payload)
+        case .selector(let selector):
+            guard let range = selector.extract(payload) else { return nil }
+            return FlowStamp.parse(UnsafeRawBufferPointer(rebasing: payload[range]))
+        }
+    }
+
+    /// The first bytes of an unrecognised frame (enough for a sample), each secret's value masked.
+    func masked(_ payload: UnsafeRawBufferPointer) -> [UInt8] {
+        // Past the sample's length by the longest secret, so one cut there is still masked.
+        var bytes = Array(payload.prefix(MetricsShard.maxSampleBytes + (secrets.map(\.count).max() ?? 0)))
+        for secret in secrets where !secret.isEmpty {
+            var i = 0
+            while i + secret.count <= bytes.count {
+                if bytes[i..<(i + secret.count)].elementsEqual(secret) {
+                    bytes.replaceSubrange(i..<(i + secret.count), with: Array("***".utf8))
+                    i += 3
+                } else {
+                    i += 1
+                }
+            }
+        }
+        return bytes
+    }
+}
+
+/// One client's progress through its connection's connect steps, and what they captured.
+struct FlowConnection {
+    /// The next connect step (the steps' count once connected).
+    var step = 0
+    /// Every connect step done: the client sends and measures.
+    var ready = false
+    /// Bumped on every connection, so a stale step timer is ignored.
+    var epoch: UInt32 = 0
+    /// When the upgrade completed (`connect_flow` is measured from here).
+    var upgradedNs: UInt64 = 0
+    /// Captured values (this connection's) and secrets, by slot; made at the first connection.
+    var values: FlowValueTable? = nil
+}
