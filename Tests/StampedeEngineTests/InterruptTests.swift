@@ -70,7 +70,7 @@ struct InterruptTests {
         #expect(stop < 5, "stopped \(stop) s after the interrupt (generous bound; Benchmarks/stop-latency.sh measures it)")
     }
 
-    @Test(arguments: [Workload.chat, .hub, .rest])
+    @Test(arguments: [Workload.chat, .hub, .rest, .websocket])
     func attemptsCutOffByAnInterruptCountAsInterrupted(_ workload: Workload) throws {
         let silent = try SilentListener()
         var s: Scenario
@@ -82,6 +82,11 @@ struct InterruptTests {
                             transport: .webSockets, protocolKind: .json, clients: 4, operation: .invoke, method: "Echo", arguments: [.stamp])
         case .rest:
             s = restScenario("silent-rest", target: .http(url: WebSocketURL(host: "127.0.0.1", port: silent.port, path: "/api")), clients: 4, duration: 30)
+        case .websocket:
+            s = try flowScenario(target: "ws://127.0.0.1:\(silent.port)/ws", clients: 4, flow: """
+                  send: ['{"id":{sequence}}']
+                  replies: [{name: ack, match: {$.ok: true}, correlate: {sent: $.id, received: $.id}}]
+                """)
         }
         s.connectTimeoutSeconds = 20
         let (o, stop) = try runInterrupted(s, after: 1)
