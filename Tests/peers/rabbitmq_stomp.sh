@@ -18,6 +18,8 @@
 #
 # Listeners (all 127.0.0.1): AMQP on NODE_PORT, Erlang distribution on DIST_PORT, epmd on
 # EPMD_PORT, WebSocket STOMP on WEB_STOMP_PORT. Plain STOMP over TCP is turned off.
+# RABBITMQ_WEB_STOMP_PORT fixes the WebSocket port (default: a free one), e.g. 15674 for
+# scenarios/websocket-stomp.yaml.
 # `max_seconds` bound: RABBITMQ_MAX_SECONDS (default 600): a watchdog stops the node by then
 # even if nobody calls stop.
 set -euo pipefail
@@ -99,7 +101,8 @@ if [ -f "$dir/rabbit.pid" ] && alive "$(cat "$dir/rabbit.pid")"; then
 fi
 
 mapfile -t ports < <(free_ports 4)
-NODE_PORT=${ports[0]} DIST_PORT=${ports[1]} EPMD_PORT=${ports[2]} WEB_STOMP_PORT=${ports[3]}
+NODE_PORT=${ports[0]} DIST_PORT=${ports[1]} EPMD_PORT=${ports[2]} WEB_STOMP_PORT=${RABBITMQ_WEB_STOMP_PORT:-${ports[3]}}
+if port_open "$WEB_STOMP_PORT"; then log "port $WEB_STOMP_PORT is taken"; exit 1; fi
 mkdir -p "$dir/mnesia" "$dir/log"
 : > "$dir/rabbitmq-env.conf"
 echo '[rabbitmq_web_stomp].' > "$dir/enabled_plugins"
