@@ -9,11 +9,13 @@
 # endpoint's output, and the live-metrics test starts its own Prometheus server on a loopback
 # port with its own config and data folder; the package's own services are not started, see
 # policy-rc.d below), and chromium (the HTML report's browser test and scripts/screenshots.sh
-# render report.html in headless Chromium).
+# render report.html in headless Chromium), and rabbitmq-server (the STOMP-over-WebSocket test,
+# Tests/peers/rabbitmq_stomp.sh, starts a private broker node on loopback ports of its own with
+# its own data folder; the package's own service is not started, see policy-rc.d below).
 # Usage: scripts/ensure-packages.sh [--tests]
 set -euo pipefail
 packages=(libssl-dev pkg-config openssl libjemalloc-dev zlib1g-dev)
-[ "${1:-}" != --tests ] || packages+=(curl nginx libhdrhistogram-java default-jre-headless prometheus chromium)
+[ "${1:-}" != --tests ] || packages+=(curl nginx libhdrhistogram-java default-jre-headless prometheus chromium rabbitmq-server)
 need=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" > /dev/null 2>&1 || need+=("$p")
@@ -33,6 +35,11 @@ if [ ${#need[@]} -gt 0 ]; then
   { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" > /dev/null; } || status=$?
   [ -z "$made_policy" ] || $SUDO rm -f "$policy"
   [ $status = 0 ] || exit $status
+  # The rabbitmq-server package enables its service (and Erlang's epmd on port 4369) for the next
+  # boot: the STOMP test starts its own private node and needs neither.
+  if [[ " ${need[*]} " == *" rabbitmq-server "* ]] && command -v systemctl > /dev/null && [ -d /run/systemd/system ]; then
+    $SUDO systemctl disable --now rabbitmq-server epmd.socket epmd > /dev/null 2>&1 || true
+  fi
   # The prometheus package enables its server (port 9090) and, by recommendation, the node
   # exporter (9100) on every interface for the next boot: the tests start their own Prometheus
   # and need neither, so they are disabled and stopped where systemd runs.
