@@ -52,7 +52,7 @@ extension Reader {
         if let node = fields["respond"] { spec.responds = try respondRules(node, names: names) }
         if let node = fields["ignore"] { spec.ignores = try ignoreRules(node) }
         if let node = fields["reply_timeout"] { spec.replyTimeoutSeconds = try duration(node, field: "websocket.reply_timeout", allowZero: false) }
-        if let node = fields["fanout"] { spec.fanout = try choice(node, field: "websocket.fanout") }
+        if let node = fields["fanout"] { spec.fanout = try fanoutRule(node) }
         spec.bindNames()
 
         // Every scheduled message must be able to end delivered: its reply is correlated, or stamped.
@@ -88,6 +88,28 @@ extension Reader {
         guard case .placeholder(let p) = segment else { return false }
         if case .named = p { return false }
         return true
+    }
+
+    /// `fanout: none | all | {same: "{client%10}"}`.
+    private func fanoutRule(_ node: Node) throws(ScenarioError) -> WebSocketFlowSpec.FanoutRule {
+        let expectation = "none, all or {same: \"{client%10}\"} (every other client whose text is the same)"
+        if case .mapping(let m) = node {
+            let f = try Fields(m, path: "websocket.fanout", known: ["same"], reader: self)
+            guard let same = f["same"] else { throw error(at: node, field: "websocket.fanout", "expected \(expectation)") }
+            let template = try textTemplate(same, field: "websocket.fanout.same", names: FlowNames())
+            for case .placeholder(let p) in template.segments {
+                switch p {
+                case .client, .clientModulo, .user: continue
+                default: throw error(at: same, field: "websocket.fanout.same", "only {client}, {client%N} and {user} make a client's group, the same in every run")
+                }
+            }
+            return .same(template)
+        }
+        switch try string(node, field: "websocket.fanout", expecting: expectation) {
+        case "none": return .none
+        case "all": return .all
+        default: throw error(at: node, field: "websocket.fanout", "expected \(expectation), got \(describe(node))")
+        }
     }
 
     private func subprotocolList(_ node: Node) throws(ScenarioError) -> [String] {

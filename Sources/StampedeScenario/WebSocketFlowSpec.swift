@@ -106,11 +106,14 @@ public struct WebSocketFlowSpec: Sendable, Equatable {
     }
 
     /// Who should receive another client's stamped message.
-    public enum FanoutRule: String, Sendable, Equatable, CaseIterable {
+    public enum FanoutRule: Sendable, Equatable {
         /// Unknown (a server's own routing): no expected count, nothing reported missing.
         case none
         /// Every other connected client.
         case all
+        /// Every other client for which this template renders the same text (`{client%10}`:
+        /// the ten rooms); counted as if every client of the group were connected.
+        case same(MessageTemplate)
     }
 
     /// The latency metric keys the flow records, in slot order: each measured reply's

@@ -89,6 +89,8 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     var flowConnections: [FlowConnection] = []
     var pending: [PendingSends] = []
     var users: [[UInt8]] = []
+    /// `fanout: {same: …}`: the fan-out each client's message is due.
+    var fanoutPeers: [UInt32] = []
 
     /// A local instant in the run's clock (`Plan.stampClockOffsetNs`).
     @inline(__always) func runClock(_ localNs: UInt64) -> UInt64 { StampedeWorkloads.runClock(localNs, offsetNs: plan.stampClockOffsetNs) }
@@ -124,6 +126,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
             flowConnections = Array(repeating: FlowConnection(), count: n)
             pending = Array(repeating: PendingSends(), count: n)
             users = plan.globalIndices.map { Array("\(plan.runTag)-user-\($0)".utf8) }
+            fanoutPeers = flow.fanoutPeers(of: plan.globalIndices, totalClients: plan.totalClients, runTag: plan.runTag)
         }
     }
 

@@ -63,6 +63,7 @@ extension ChatWorkload {
         let entry = flow.pickSend(flow.cumulativeWeights.count > 1 ? ws.random.unit() : 0)
         let actual = sendTemplate(k, flow.spec.sends[entry].template, sequence: sequence, intendedNs: intendedNs)
         pending[k].sent(sequence, intendedNs: intendedNs, actualNs: actual)
+        if !fanoutPeers.isEmpty { ws.metrics.count(.fanoutExpected, UInt64(fanoutPeers[k])) }
     }
 
     /// Renders `template` for client `k` into one frame and sends it; returns the send time.

@@ -58,6 +58,24 @@ final class FlowProgram: @unchecked Sendable {
         secretBuffers.deallocate()
     }
 
+    /// `fanout: {same: …}`: for each of `clients` (global indices), how many other clients of the
+    /// whole run share its group, the fan-out each of its messages is due. Empty for other rules.
+    func fanoutPeers(of clients: [Int], totalClients: Int, runTag: String) -> [UInt32] {
+        guard case .same(let template) = spec.fanout else { return [] }
+        func group(_ g: Int) -> [UInt8] {
+            let user = Array("\(runTag)-user-\(g)".utf8)
+            return user.withUnsafeBytes { u in
+                var values = TemplateValues(stamp: MessageStamp(sender: 0, sequence: 0, intendedNs: 0, actualNs: 0), client: g, sequence: 0, user: u)
+                var out = [UInt8](repeating: 0, count: template.length(values))
+                _ = out.withUnsafeMutableBytes { template.render(into: $0.baseAddress!, &values) }
+                return out
+            }
+        }
+        var sizes: [[UInt8]: UInt32] = [:]
+        for g in 0..<totalClients { sizes[group(g), default: 0] += 1 }
+        return clients.map { (sizes[group($0)] ?? 1) - 1 }
+    }
+
     /// The flow's named latencies and counters, in slot order.
     func namedMetrics() -> NamedMetrics { NamedMetrics(latencyKeys: spec.latencyKeys, counterKeys: spec.counterKeys) }
 
