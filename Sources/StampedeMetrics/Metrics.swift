@@ -119,6 +119,11 @@ public enum Counter: Int, CaseIterable, Sendable, Codable {
     /// TLS handshakes completed by clients, and those that resumed an earlier session.
     case tlsHandshakes
     case tlsResumed
+    /// WebSocket flows: frames no rule recognised (up to three kept in `MetricsShard.samples`),
+    /// frames an `ignore` rule dropped, and frames a `respond` rule answered.
+    case unrecognisedFrames
+    case flowIgnored
+    case flowResponded
 
     public var key: String {
         switch self {
@@ -161,6 +166,9 @@ public enum Counter: Int, CaseIterable, Sendable, Codable {
         case .retryAfterSeen: "retry_after_seen"
         case .tlsHandshakes: "tls_handshakes"
         case .tlsResumed: "tls_resumed"
+        case .unrecognisedFrames: "unrecognised_frames"
+        case .flowIgnored: "flow_ignored"
+        case .flowResponded: "flow_responded"
         }
     }
 }
@@ -178,6 +186,8 @@ public enum LossReason: Int, CaseIterable, Sendable, Codable {
     case droppedWhileDisconnected
     /// Sent by a worker process that died or stopped answering before its outcome was reported.
     case workerLost
+    /// WebSocket flows: no reply matched the message within the scenario's `reply_timeout`.
+    case noReply
 
     public var key: String {
         switch self {
@@ -186,6 +196,7 @@ public enum LossReason: Int, CaseIterable, Sendable, Codable {
         case .interrupted: "interrupted"
         case .droppedWhileDisconnected: "dropped_while_disconnected"
         case .workerLost: "worker_lost"
+        case .noReply: "no_reply"
         }
     }
 }
@@ -241,6 +252,10 @@ public enum ErrorClass: Int, CaseIterable, Sendable, Codable {
     case tlsVerifyFailed
     /// TLS: the server does not speak TLS (a plain HTTP or WebSocket server on a TLS port).
     case tlsProtocolError
+    /// WebSocket flows: a connect step's `expect` saw no matching frame within its timeout, or
+    /// (`strict: true`) another frame came first. The step is named in `MetricsShard.stepErrors`.
+    case expectTimeout
+    case expectMismatch
 
     public var key: String {
         switch self {
@@ -270,6 +285,8 @@ public enum ErrorClass: Int, CaseIterable, Sendable, Codable {
         case .tlsHandshakeFailed: "tls_handshake_failed"
         case .tlsVerifyFailed: "tls_verify_failed"
         case .tlsProtocolError: "tls_protocol_error"
+        case .expectTimeout: "expect_timeout"
+        case .expectMismatch: "expect_mismatch"
         }
     }
 }
@@ -301,6 +318,16 @@ public struct MetricsShard: Sendable {
     /// seen; `.max` / 0 when none.
     public var rateLimitRemainingMin: UInt64 = .max
     public var retryAfterMaxSeconds: UInt64 = 0
+    /// WebSocket clients: Closes the server started, by "code reason" ("4401 auth first"; "no
+    /// code" for an empty Close); bounded as hub errors are (`countClose`). Rare path.
+    public var closeCodes: [String: UInt64] = [:]
+    /// Latencies and counters a scenario names (a WebSocket flow's replies and rules).
+    public var named = NamedMetrics()
+    /// WebSocket flows: up to `maxSamples` frames no rule recognised, as text (`keepSample`).
+    public var samples: [String] = []
+    /// WebSocket flows: connect-step failures by step ("expect_timeout: connect step 2
+    /// ($.op = auth_ok)"); bounded as hub errors are. Rare path.
+    public var stepErrors: [String: UInt64] = [:]
     public static let maxDistinctHubErrors = 100
 
     public init() {
@@ -325,16 +352,7 @@ public struct MetricsShard: Sendable {
     /// Counts a hub error text (keeps at most `maxDistinctHubErrors` distinct texts, each at most
     /// `maxHubErrorBytes`): a server cannot grow the results without bound.
     public mutating func countHubError(_ text: String, _ n: UInt64 = 1) {
-        var text = text
-        if text.utf8.count > Self.maxHubErrorBytes {
-            // Cut on a character boundary, so the text stays valid UTF-8.
-            let bytes = Array(text.utf8)
-            var end = Self.maxHubErrorBytes - 3
-            while end > 0 && bytes[end] & 0xC0 == 0x80 { end -= 1 }  // not inside a character
-            text = String(decoding: bytes[..<end], as: UTF8.self) + "…"
-        }
-        let key = hubErrorMessages[text] != nil || hubErrorMessages.count < Self.maxDistinctHubErrors ? text : "(other)"
-        hubErrorMessages[key, default: 0] &+= n
+        Self.countBounded(&hubErrorMessages, Self.cut(text, to: Self.maxHubErrorBytes), n)
     }
     @inline(__always) public subscript(_ c: Counter) -> UInt64 { counters[c.rawValue] }
     @inline(__always) public func errorCount(_ e: ErrorClass) -> UInt64 { errors[e.rawValue] }
@@ -353,6 +371,10 @@ public struct MetricsShard: Sendable {
         for i in errors.indices { errors[i] &+= other.errors[i] }
         for (k, v) in other.upgradeStatuses { upgradeStatuses[k, default: 0] &+= v }
         for (k, v) in other.hubErrorMessages { countHubError(k, v) }
+        for (k, v) in other.closeCodes { countCloseKey(k, v) }
+        for (k, v) in other.stepErrors { countStepError(k, v) }
+        for text in other.samples where samples.count < Self.maxSamples { samples.append(text) }
+        named.add(other.named)
         for (k, v) in other.responseStatuses { responseStatuses[k, default: 0] &+= v }
         rateLimitRemainingMin = min(rateLimitRemainingMin, other.rateLimitRemainingMin)
         retryAfterMaxSeconds = max(retryAfterMaxSeconds, other.retryAfterMaxSeconds)
@@ -366,6 +388,10 @@ public struct MetricsShard: Sendable {
         for i in errors.indices { errors[i] = 0 }
         upgradeStatuses.removeAll(keepingCapacity: true)
         hubErrorMessages.removeAll(keepingCapacity: true)
+        closeCodes.removeAll(keepingCapacity: true)
+        stepErrors.removeAll(keepingCapacity: true)
+        samples.removeAll(keepingCapacity: true)
+        named.reset()
         responseStatuses.removeAll(keepingCapacity: true)
         rateLimitRemainingMin = .max
         retryAfterMaxSeconds = 0
