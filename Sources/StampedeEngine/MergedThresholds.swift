@@ -27,6 +27,18 @@ public enum MergedThresholds {
                 ends[second] = max(ends[second] ?? 0, interval.startSeconds + interval.lengthSeconds)
             }
         }
+        // The scenario's named latencies (keys no built-in metric has) and counters, by key.
+        for (key, log) in merged.logs where LatencyMetric(key: key) == nil {
+            let i = totals.named.addLatency(key)
+            for interval in log.intervals {
+                totals.named.histograms[i].add(interval.histogram)
+                let second = Int(interval.startSeconds.rounded(.down))
+                let j = seconds[second, default: MetricsShard()].named.addLatency(key)
+                seconds[second]!.named.histograms[j].add(interval.histogram)
+                ends[second] = max(ends[second] ?? 0, interval.startSeconds + interval.lengthSeconds)
+            }
+        }
+        for (key, n) in s.flow?.counters ?? [:] { totals.named.counters[totals.named.addCounter(key)] = n }
         var evaluator = ThresholdEvaluator(specs)
         let messageStart = s.phasesSeconds.rampUp
         var lastMessageSeconds = 0.0

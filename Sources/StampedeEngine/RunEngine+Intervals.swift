@@ -69,6 +69,9 @@ extension RunEngine {
         for (m, line) in HistogramLog.lines(of: merged, startSeconds: seconds(lastIntervalNs &- runStartNs), lengthSeconds: seconds(now &- lastIntervalNs)) {
             histogramLogLines[m.rawValue].append(line)
         }
+        for (key, line) in HistogramLog.namedLines(of: merged, startSeconds: seconds(lastIntervalNs &- runStartNs), lengthSeconds: seconds(now &- lastIntervalNs)) {
+            namedHistogramLogLines[key, default: []].append(line)
+        }
         thresholdBoundary(merged, fromNs: lastIntervalNs, toNs: now, final: final)
         let rssNow = generatorResidentBytes()
         // The interval belongs to the window of the latest event before it (or to the baseline).

@@ -100,6 +100,8 @@ public final class RunEngine {
     /// Each latency metric's .hlog interval lines so far (encoded text, not histograms: a long
     /// run keeps a few hundred bytes per metric and second), by `LatencyMetric.rawValue`.
     var histogramLogLines: [[String]] = LatencyMetric.allCases.map { _ in [] }
+    /// The same for the scenario's named latencies, by key.
+    var namedHistogramLogLines: [String: [String]] = [:]
     var lastIntervalNs: UInt64 = 0
     var lastOpen = 0
     var phase = RunPhase.rampUp
@@ -260,6 +262,7 @@ public final class RunEngine {
         record.baselineConnectPhase = eventBook.baselineWindow
         record.tlsFailureReasons = clientTLS?.context.handshakeCounts.reasons
         record.histogramLogStartTime = runStartDate
+        record.namedHistogramLogLines = namedHistogramLogLines
         record.histogramLogLines = Dictionary(uniqueKeysWithValues: LatencyMetric.allCases.compactMap { m in
             histogramLogLines[m.rawValue].isEmpty ? nil : (m, histogramLogLines[m.rawValue])
         })

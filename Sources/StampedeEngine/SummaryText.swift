@@ -14,14 +14,22 @@ public enum SummaryText {
         out.append("  fan-out      expected \(m.fanoutExpected)  received \(m.fanoutReceived)  missing \(m.fanoutMissing)")
         out.append(String(format: "  throughput   sent %.1f/s  delivered %.1f/s  fan-out received %.1f/s", m.throughputPerSecond.sent, m.throughputPerSecond.delivered, m.throughputPerSecond.fanoutReceived))
         out.append("  latency           count      p50      p90      p99    p99.9      max")
-        for metric in LatencyMetric.allCases {
-            guard let l = s.latencyMicros[metric.key] else { continue }
-            out.append("    " + metric.key.padding(toLength: 24, withPad: " ", startingAt: 0)
+        // The built-in metrics in their order, then the scenario's named ones by name.
+        let named = s.latencyMicros.keys.filter { LatencyMetric(key: $0) == nil }.sorted()
+        for key in LatencyMetric.allCases.map(\.key) + named {
+            guard let l = s.latencyMicros[key] else { continue }
+            out.append("    " + key.padding(toLength: 24, withPad: " ", startingAt: 0)
                        + [String(l.count), formatMicros(l.p50), formatMicros(l.p90), formatMicros(l.p99), formatMicros(l.p99_9), formatMicros(l.max)]
                 .map { $0.leftPadded(8) }.joined(separator: " "))
         }
         let errors = s.errors.filter { $0.value > 0 }.sorted { $0.key < $1.key }
         out.append("  errors       \(s.errorsTotal == 0 ? "none" : errors.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
+        if let codes = s.closeCodes, !codes.isEmpty {
+            out.append("  server closes " + codes.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.prefix(5).map { "\($0.value) × \($0.key)" }.joined(separator: "; "))
+        }
+        if let f = s.flow, !f.stepErrors.isEmpty {
+            out.append("  step errors  " + f.stepErrors.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.prefix(3).map { "\($0.value) × \($0.key)" }.joined(separator: "; "))
+        }
         if !s.hubErrors.isEmpty {
             out.append("  hub errors   " + s.hubErrors.sorted { $0.value > $1.value }.prefix(3).map { "\($0.value) × \($0.key)" }.joined(separator: "; "))
         }

@@ -30,9 +30,9 @@ enum ThresholdMeasure {
             whole > 0 ? Double(part) / Double(whole) : (part > 0 ? .infinity : 0)
         }
         switch kind {
-        case .latency(let key):
-            guard let metric = LatencyMetric.allCases.first(where: { $0.key == key }) else { return nil }
-            let h = m.histograms[metric.rawValue]
+        case .latency(let key), .named(let key):
+            // A named latency absent from the shard (nothing recorded it) has no samples.
+            let h = m.latencyHistogram(key: key) ?? makeLatencyHistogram()
             if statistic == .count { return Double(h.totalCount) }
             guard h.totalCount > 0 else { return nil }
             switch statistic {
@@ -57,7 +57,8 @@ enum ThresholdMeasure {
             // A storm whose clients did not all come back has no such recovery time: infinitely long.
             return affected.map { ($0.recoveryMs[p] ?? nil).map { $0 * 1000 } ?? .infinity }.max()
         case .counter(let key):
-            return Counter.allCases.first { $0.key == key }.map { Double(m[$0]) }
+            if let c = Counter.allCases.first(where: { $0.key == key }) { return Double(m[c]) }
+            return Double(m.named.counter(key) ?? 0)
         }
     }
 

@@ -144,6 +144,7 @@ struct KeptIntervals {
     let startNs = EventLoop.now()
     var lastNs = EventLoop.now()
     var lines: [LatencyMetric: [String]] = [:]
+    var namedLines: [String: [String]] = [:]
 
     init(folder: URL) { self.folder = folder }
 
@@ -152,6 +153,9 @@ struct KeptIntervals {
         for (m, line) in HistogramLog.lines(of: shard, startSeconds: Double(lastNs - startNs) / 1e9, lengthSeconds: Double(now - lastNs) / 1e9) {
             lines[m, default: []].append(line)
         }
+        for (key, line) in HistogramLog.namedLines(of: shard, startSeconds: Double(lastNs - startNs) / 1e9, lengthSeconds: Double(now - lastNs) / 1e9) {
+            namedLines[key, default: []].append(line)
+        }
         lastNs = now
     }
 
@@ -159,6 +163,10 @@ struct KeptIntervals {
         try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         for (m, l) in lines {
             let url = folder.appendingPathComponent("worker-\(shard)-\(m.key).hlog")
+            try? HistogramLog.render(startTime: start, lines: l).write(to: url, atomically: true, encoding: .utf8)
+        }
+        for (key, l) in namedLines {
+            let url = folder.appendingPathComponent("worker-\(shard)-" + ResultsWriter.hlogFileName(named: key))
             try? HistogramLog.render(startTime: start, lines: l).write(to: url, atomically: true, encoding: .utf8)
         }
     }

@@ -11,13 +11,30 @@ extension FleetWriter {
         u64s(s.errors)
         intMap(s.upgradeStatuses)
         intMap(s.responseStatuses)
-        u32(UInt32(s.hubErrorMessages.count))
-        for (text, n) in s.hubErrorMessages.sorted(by: { $0.key < $1.key }) { string(text); u64(n) }
+        textMap(s.hubErrorMessages)
         u64(s.rateLimitRemainingMin)
         u64(s.retryAfterMaxSeconds)
         let used = s.histograms.indices.filter { s.histograms[$0].totalCount > 0 }
         u32(UInt32(used.count))
         for i in used { u32(UInt32(i)); histogramBody(s.histograms[i]) }
+        textMap(s.closeCodes)
+        textMap(s.stepErrors)
+        u32(UInt32(s.samples.count))
+        for text in s.samples { string(text) }
+        named(s.named)
+    }
+
+    /// Names and all: a worker's shards carry their keys, so the coordinator adds by key.
+    mutating func named(_ n: NamedMetrics) {
+        u32(UInt32(n.latencyKeys.count))
+        for (key, h) in zip(n.latencyKeys, n.histograms) { string(key); histogram(h) }
+        u32(UInt32(n.counterKeys.count))
+        for (key, v) in zip(n.counterKeys, n.counters) { string(key); u64(v) }
+    }
+
+    mutating func textMap(_ m: [String: UInt64]) {
+        u32(UInt32(m.count))
+        for (text, n) in m.sorted(by: { $0.key < $1.key }) { string(text); u64(n) }
     }
 
     public mutating func storm(_ s: StormShard) {
@@ -56,9 +73,7 @@ extension FleetReader {
         s.errors = try exactly(s.errors.count, "error classes")
         s.upgradeStatuses = try intMap()
         s.responseStatuses = try intMap()
-        let texts = Int(try u32())
-        guard texts <= MetricsShard.maxDistinctHubErrors + 1 else { throw .malformed("\(texts) hub error texts") }
-        for _ in 0..<texts { let text = try string(); s.countHubError(text, try u64()) }
+        for (text, n) in try textMap("hub error texts") { s.countHubError(text, n) }
         s.rateLimitRemainingMin = try u64()
         s.retryAfterMaxSeconds = try u64()
         let used = Int(try u32())
@@ -68,7 +83,41 @@ extension FleetReader {
             guard i < s.histograms.count else { throw .malformed("histogram index \(i)") }
             s.histograms[i].add(try histogramBody())
         }
+        for (key, n) in try textMap("close codes") { s.countCloseKey(key, n) }
+        for (key, n) in try textMap("step errors") { s.countStepError(key, n) }
+        let samples = Int(try u32())
+        guard samples <= MetricsShard.maxSamples else { throw .malformed("\(samples) samples") }
+        for _ in 0..<samples { s.samples.append(MetricsShard.cut(try string(), to: MetricsShard.maxSampleBytes)) }
+        s.named = try named()
         return s
+    }
+
+    /// At most this many names of each kind: a scenario declares a handful.
+    static let maxNamedKeys = 10_000
+
+    mutating func named() throws(FleetError) -> NamedMetrics {
+        var n = NamedMetrics()
+        let latencies = Int(try u32())
+        guard latencies <= Self.maxNamedKeys else { throw .malformed("\(latencies) named latencies") }
+        for _ in 0..<latencies {
+            let i = n.addLatency(try string())
+            if try bool() { n.histograms[i].add(try histogramBody()) }
+        }
+        let counters = Int(try u32())
+        guard counters <= Self.maxNamedKeys else { throw .malformed("\(counters) named counters") }
+        for _ in 0..<counters {
+            let i = n.addCounter(try string())
+            n.counters[i] &+= try u64()
+        }
+        return n
+    }
+
+    mutating func textMap(_ what: String) throws(FleetError) -> [(String, UInt64)] {
+        let n = Int(try u32())
+        guard n <= MetricsShard.maxDistinctHubErrors + 1 else { throw .malformed("\(n) \(what)") }
+        var out: [(String, UInt64)] = []
+        for _ in 0..<n { out.append((try string(), try u64())) }
+        return out
     }
 
     public mutating func storm() throws(FleetError) -> StormShard {

@@ -124,6 +124,7 @@ public enum OpenMetricsText {
             w.sample(name + "_count", value: number(h.totalCount))
             w.sample(name + "_sum", value: number(h.mean * Double(h.totalCount) / 1e6))
         }
+        named(t, into: &w)
         if format == .openMetrics { w.out += "# EOF\n" }
         return w.out
     }
@@ -132,7 +133,7 @@ public enum OpenMetricsText {
 
     /// Whether `name` can be an extra label: a valid label name that no family uses already.
     static func isExtraLabelName(_ name: String) -> Bool {
-        let reserved: Set<String> = ["scenario", "workload", "le", "reason", "class", "stampede_run_phase"]
+        let reserved: Set<String> = ["scenario", "workload", "le", "reason", "class", "stampede_run_phase", "metric", "counter", "close"]
         guard !reserved.contains(name), !name.hasPrefix("__"), let first = name.utf8.first, name.utf8.count <= 64 else { return false }
         func letter(_ b: UInt8) -> Bool { (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x5F }
         return letter(first) && name.utf8.allSatisfy { letter($0) || ($0 >= 0x30 && $0 <= 0x39) }
@@ -197,6 +198,17 @@ public enum OpenMetricsText {
             out += "{"
             out += labels
             if let label { out += ",\(label)=\"\(OpenMetricsText.escape(labelValue))\"" }
+            out += "} "
+            out += value
+            out += "\n"
+        }
+
+        /// A sample with several labels of its own after the common ones (values escaped here).
+        mutating func sample(_ name: String, labels own: [(String, String)], value: String) {
+            out += name
+            out += "{"
+            out += labels
+            for (label, value) in own { out += ",\(label)=\"\(OpenMetricsText.escape(value))\"" }
             out += "} "
             out += value
             out += "\n"

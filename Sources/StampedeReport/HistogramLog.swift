@@ -167,4 +167,12 @@ extension HistogramLog {
             return (m, line(HistogramLogInterval(startSeconds: startSeconds, lengthSeconds: lengthSeconds, histogram: h)))
         }
     }
+
+    /// As `lines(of:)`, for the shard's named latencies (`MetricsShard.named`), by key.
+    public static func namedLines(of shard: MetricsShard, startSeconds: Double, lengthSeconds: Double) -> [(key: String, line: String)] {
+        zip(shard.named.latencyKeys, shard.named.histograms).compactMap { key, h in
+            guard h.totalCount > 0 else { return nil }
+            return (key, line(HistogramLogInterval(startSeconds: startSeconds, lengthSeconds: lengthSeconds, histogram: h)))
+        }
+    }
 }

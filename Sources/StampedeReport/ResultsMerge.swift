@@ -190,6 +190,20 @@ public enum ResultsMerge {
             r.cpuMicrosPerResponse = nil
             s.rest = r
         }
+        if let c = o.closeCodes {
+            var merged = s.closeCodes ?? [:]
+            MetricsShard.addBounded(&merged, c)
+            s.closeCodes = merged
+        }
+        if let f = o.flow {
+            var merged = s.flow ?? RunSummary.Flow(counters: [:], stepErrors: [:], unrecognisedSamples: [])
+            sum(&merged.counters, f.counters)
+            MetricsShard.addBounded(&merged.stepErrors, f.stepErrors)
+            for sample in f.unrecognisedSamples where merged.unrecognisedSamples.count < MetricsShard.maxSamples {
+                merged.unrecognisedSamples.append(sample)
+            }
+            s.flow = merged
+        }
         if var t = s.tls, let u = o.tls {
             t.handshakes &+= u.handshakes; t.resumed &+= u.resumed; sum(&t.failureReasons, u.failureReasons)
             s.tls = t

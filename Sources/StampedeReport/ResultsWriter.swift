@@ -37,6 +37,11 @@ public enum ResultsWriter {
             try AtomicFile.write(Data(text.utf8), to: folder.appendingPathComponent(hgrmFileName(metric)))
             try put(Data(hlog(record, metric).utf8), hlogFileName(metric))
         }
+        for key in namedLatenciesWithSamples(record.totals) {
+            let text = hgrm(record.totals.named.histogram(key)!)
+            try AtomicFile.write(Data(text.utf8), to: folder.appendingPathComponent(hgrmFileName(named: key)))
+            try put(Data(hlog(record, named: key).utf8), hlogFileName(named: key))
+        }
         try put(Data(timeseriesCSV(record.intervals).utf8), timeseriesFileName)
         for storm in record.storms {
             try put(Data(stormCSV(storm).utf8), stormFileName(storm.number))
@@ -79,6 +84,10 @@ public enum ResultsWriter {
         for metric in metricsWithSamples(t) {
             latency[metric.key] = latencySummary(t.histograms[metric.rawValue])
         }
+        for key in namedLatenciesWithSamples(t) { latency[key] = latencySummary(t.named.histogram(key)!) }
+        var counters = Dictionary(uniqueKeysWithValues: Counter.allCases.map { ($0.key, t[$0]) })
+        // Named counters beside the built-in ones; a built-in key keeps its own value.
+        for (key, n) in zip(t.named.counterKeys, t.named.counters) where counters[key] == nil { counters[key] = n }
 
         var errors: [String: UInt64] = [:]
         var errorsTotal: UInt64 = 0
@@ -137,7 +146,7 @@ public enum ResultsWriter {
                 rssPerConnectionBytes: rssPerConnection(record), peakCPUPercent: rounded(g.peakProcessCPUPercent),
                 peakClientLoopCPUPercent: rounded(g.peakClientLoopCPUPercent)),
             files: fileNames(for: t) + record.storms.flatMap { [stormFileName($0.number)] + ($0.command != nil ? [commandLogFileName($0.number)] : []) },
-            counters: Dictionary(uniqueKeysWithValues: Counter.allCases.map { ($0.key, t[$0]) }),
+            counters: counters,
             hubErrors: t.hubErrorMessages,
             storms: record.storms.map { stormSummary($0, baseline: record.baselineConnectPhase) }, rest: restSummary(record),
             tls: record.tlsFailureReasons.map { reasons in
@@ -146,7 +155,17 @@ public enum ResultsWriter {
             })
         summary.thresholds = record.thresholds
         summary.workers = record.workers
+        summary.closeCodes = t.closeCodes
+        summary.flow = flowSummary(t)
         return summary
+    }
+
+    /// The flow's figures; nil when the workload named nothing and saw no step error or sample.
+    static func flowSummary(_ t: MetricsShard) -> RunSummary.Flow? {
+        guard !t.named.isEmpty || !t.stepErrors.isEmpty || !t.samples.isEmpty else { return nil }
+        var counters: [String: UInt64] = [:]
+        for (key, n) in zip(t.named.counterKeys, t.named.counters) { counters[key, default: 0] &+= n }
+        return RunSummary.Flow(counters: counters, stepErrors: t.stepErrors, unrecognisedSamples: t.samples)
     }
 
     static func restSummary(_ record: RunRecord) -> RunSummary.Rest? {
@@ -248,6 +267,23 @@ public enum ResultsWriter {
     /// `<metric.key>.hlog`.
     public static func hlogFileName(_ metric: LatencyMetric) -> String { metric.key + ".hlog" }
 
+    /// `<key>.hgrm` for a named latency (characters unsafe in a file name replaced by `_`).
+    public static func hgrmFileName(named key: String) -> String { safeName(key) + ".hgrm" }
+
+    /// `<key>.hlog` for a named latency.
+    public static func hlogFileName(named key: String) -> String { safeName(key) + ".hlog" }
+
+    /// As `hlog(_:_:)`, for a named latency.
+    public static func hlog(_ record: RunRecord, named key: String) -> String {
+        let start = record.histogramLogStartTime ?? record.startedAt
+        if let lines = record.namedHistogramLogLines[key], !lines.isEmpty {
+            return HistogramLog.render(startTime: start, lines: lines)
+        }
+        let whole = HistogramLogInterval(startSeconds: 0, lengthSeconds: max(0, record.endedAt.timeIntervalSince(start)),
+                                         histogram: record.totals.named.histogram(key) ?? makeLatencyHistogram())
+        return HistogramLog.render(startTime: start, intervals: [whole])
+    }
+
     /// The metric's HdrHistogram interval log: the engine's interval lines, or (a record made
     /// without them) one interval spanning the run with the metric's totals.
     public static func hlog(_ record: RunRecord, _ metric: LatencyMetric) -> String {
@@ -281,7 +317,8 @@ public enum ResultsWriter {
 
     /// Names of the files `write` puts beside summary.json, in the order it writes them.
     public static func fileNames(for totals: MetricsShard) -> [String] {
-        metricsWithSamples(totals).flatMap { [hgrmFileName($0), hlogFileName($0)] } + [timeseriesFileName]
+        metricsWithSamples(totals).flatMap { [hgrmFileName($0), hlogFileName($0)] }
+            + namedLatenciesWithSamples(totals).flatMap { [hgrmFileName(named: $0), hlogFileName(named: $0)] } + [timeseriesFileName]
     }
 
     /// The `latency_model` note for a load model.
@@ -300,6 +337,14 @@ public enum ResultsWriter {
         LatencyMetric.allCases.filter { totals.histograms[$0.rawValue].totalCount > 0 }
     }
 
+    /// The named latencies with samples, in declared order (a name equal to a built-in key is
+    /// left out: the scenario loader refuses it, and the built-in file must not be overwritten).
+    static func namedLatenciesWithSamples(_ totals: MetricsShard) -> [String] {
+        zip(totals.named.latencyKeys, totals.named.histograms).compactMap { key, h in
+            h.totalCount > 0 && LatencyMetric(key: key) == nil ? key : nil
+        }
+    }
+
     /// count, min, p50, p90, p99, p99.9, max and mean of a histogram, as summary.json has them.
     public static func latencySummary(_ h: LatencyHistogram) -> RunSummary.Latency {
         RunSummary.Latency(
@@ -310,17 +355,25 @@ public enum ResultsWriter {
 
     static func latencyCorrection(_ latency: [String: RunSummary.Latency]) -> RunSummary.LatencyCorrection {
         let present = LatencyMetric.allCases.filter { latency[$0.key] != nil }
+        // Named latencies after the built-in ones, in a stable order.
+        let named = latency.keys.filter { LatencyMetric(key: $0) == nil }.sorted()
         var pairs: [RunSummary.LatencyCorrection.Pair] = []
-        for metric in present {
-            guard let twin = metric.uncorrectedTwin, let c = latency[metric.key], let u = latency[twin.key] else { continue }
-            pairs.append(.init(corrected: metric.key, uncorrected: twin.key,
-                               p50Ratio: ratio(c.p50, u.p50), p99Ratio: ratio(c.p99, u.p99)))
+        var corrected = present.filter { $0.correction == .corrected }.map(\.key)
+        var uncorrected = present.filter { $0.correction == .uncorrected }.map(\.key)
+        var notApplicable = present.filter { $0.correction == .notApplicable }.map(\.key)
+        var twins: [(String, String)] = present.compactMap { m in m.uncorrectedTwin.map { (m.key, $0.key) } }
+        for key in named {
+            switch LatencyCorrectionKind(namedKey: key, among: latency.keys) {
+            case .corrected: corrected.append(key); twins.append((key, key + LatencyCorrectionKind.uncorrectedSuffix))
+            case .uncorrected: uncorrected.append(key)
+            case .notApplicable: notApplicable.append(key)
+            }
         }
-        return RunSummary.LatencyCorrection(
-            corrected: present.filter { $0.correction == .corrected }.map(\.key),
-            uncorrected: present.filter { $0.correction == .uncorrected }.map(\.key),
-            notApplicable: present.filter { $0.correction == .notApplicable }.map(\.key),
-            pairs: pairs)
+        for (c, u) in twins {
+            guard let cl = latency[c], let ul = latency[u] else { continue }
+            pairs.append(.init(corrected: c, uncorrected: u, p50Ratio: ratio(cl.p50, ul.p50), p99Ratio: ratio(cl.p99, ul.p99)))
+        }
+        return RunSummary.LatencyCorrection(corrected: corrected, uncorrected: uncorrected, notApplicable: notApplicable, pairs: pairs)
     }
 
     /// Creates the first free `<base>`, `<base>-2`, `<base>-3` … with mkdir, which fails if the folder exists,
@@ -421,6 +474,20 @@ public enum LatencyCorrectionKind: String, Sendable {
     case uncorrected
     /// Connection set-up times: nothing was scheduled, so there is nothing to correct.
     case notApplicable = "not_applicable"
+}
+
+extension LatencyCorrectionKind {
+    /// What a named latency's uncorrected twin is called: `ack` and `ack_uncorrected`.
+    public static let uncorrectedSuffix = "_uncorrected"
+
+    /// A named latency's kind, by the naming rule flows follow: `<name>_uncorrected` is
+    /// uncorrected; a name with such a twin among `keys` is corrected; any other (`connect_flow`)
+    /// measures no scheduled send.
+    public init<Keys: Sequence>(namedKey key: String, among keys: Keys) where Keys.Element == String {
+        if key.hasSuffix(Self.uncorrectedSuffix) { self = .uncorrected; return }
+        let twin = key + Self.uncorrectedSuffix
+        self = keys.contains(twin) ? .corrected : .notApplicable
+    }
 }
 
 extension LatencyMetric {

@@ -40,6 +40,8 @@ public struct RunRecord: Sendable {
     /// interval spanning the run.
     public var histogramLogLines: [LatencyMetric: [String]] = [:]
     public var histogramLogStartTime: Date? = nil
+    /// As `histogramLogLines`, for the latencies a scenario names (`MetricsShard.named`), by key.
+    public var namedHistogramLogLines: [String: [String]] = [:]
     /// How the scenario's thresholds fared (set by the engine at the end of the run); nil when it has none.
     public var thresholds: [RunSummary.Threshold]? = nil
     /// The worker processes of a run spread over several; nil for a run in one process.

@@ -47,6 +47,11 @@ public struct RunSummary: Codable, Sendable, Equatable {
     /// The scenario's thresholds, one entry per condition (null: none); the worker processes (null: one process).
     public var thresholds: [Threshold]? = nil
     public var workers: [Worker]? = nil
+    /// WebSocket clients: Closes the server started, by "code reason" ("4401 auth first"; "no
+    /// code" for an empty Close). Empty when there were none; null in summaries written before it.
+    public var closeCodes: [String: UInt64]? = nil
+    /// WebSocket flows: named counters, step errors and unrecognised frames; null for other workloads.
+    public var flow: Flow? = nil
 
     /// What the ETag-polling clients saw.
     public struct Rest: Codable, Sendable, Equatable {
@@ -264,6 +269,8 @@ public struct RunSummary: Codable, Sendable, Equatable {
         case generator, files, counters
         case hubErrors = "hub_errors"
         case storms, rest, tls, thresholds, workers
+        case closeCodes = "close_codes"
+        case flow
     }
 
     // Written by hand only so that nil optionals become `null` instead of disappearing.
@@ -290,6 +297,7 @@ public struct RunSummary: Codable, Sendable, Equatable {
         try c.encode(hubErrors, forKey: .hubErrors)
         try c.encode(storms, forKey: .storms); try c.encode(rest, forKey: .rest)
         try c.encode(tls, forKey: .tls); try c.encode(thresholds, forKey: .thresholds); try c.encode(workers, forKey: .workers)
+        try c.encode(closeCodes, forKey: .closeCodes); try c.encode(flow, forKey: .flow)
     }
 
     /// The summary as written to summary.json: pretty-printed, keys sorted, trailing newline.

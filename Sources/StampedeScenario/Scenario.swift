@@ -59,6 +59,10 @@ public struct Scenario: Sendable, Equatable {
     public var targetAdmin: AdminEndpoint? = nil
     /// Pass/fail conditions on the run's measurements (`thresholds:`), in the file's order.
     public var thresholds: [ThresholdSpec] = []
+    /// Latencies and counters the scenario names beyond the built-in ones (a WebSocket flow's
+    /// replies and rules), set by the section that declares them, which the loader reads before
+    /// `thresholds:` so that thresholds may name them.
+    public var declaredMetrics = ThresholdNames()
 
     public struct Header: Sendable, Equatable {
         public var name: String

@@ -33,7 +33,21 @@ public struct ThresholdSpec: Sendable, Equatable {
     public var key: String { label.map { "\(metric)@\($0)" } ?? metric }
 
     /// What kind of metric `metric` names (validated at load, so never nil for a loaded scenario).
-    public var kind: ThresholdMetricKind? { ThresholdMetricKind(metric) }
+    public var kind: ThresholdMetricKind? { declaredKind ?? ThresholdMetricKind(metric) }
+    /// The kind the loader found among the scenario's declared names (`ThresholdNames`), which
+    /// `ThresholdMetricKind(metric)` alone does not know.
+    public var declaredKind: ThresholdMetricKind? = nil
+}
+
+/// Names a scenario declares beyond the built-in metrics (a WebSocket flow's `ack` reply, its
+/// rules' counters), so its thresholds may name them: `ack: [p(99) < 50ms]`,
+/// `counters.flow.ack.matched: [count > 0]`.
+public struct ThresholdNames: Sendable, Equatable {
+    /// Keys of summary.json `latency_us` the scenario adds ("ack", "ack_uncorrected", "connect_flow").
+    public var latencies: Set<String>
+    /// Keys of summary.json `counters` the scenario adds ("flow.ack.matched").
+    public var counters: Set<String>
+    public init(latencies: Set<String> = [], counters: Set<String> = []) { self.latencies = latencies; self.counters = counters }
 }
 
 /// One condition such as `p(99) < 50ms`.
@@ -102,8 +116,10 @@ public enum ThresholdMetricKind: Sendable, Equatable {
     case connectionsFailed
     /// "p50", "p99" or "p100": the largest over the run's storms (a storm not fully recovered counts as infinite).
     case stormRecovery(String)
-    /// summary.json `counters.<key>`.
+    /// summary.json `counters.<key>`, built-in or named by the scenario.
     case counter(String)
+    /// A latency the scenario names (`ThresholdNames.latencies`): a key of `latency_us` too.
+    case named(String)
 
     public static let latencyKeys = [
         "round_trip", "round_trip_uncorrected", "fanout", "fanout_uncorrected", "tcp_connect", "tls_handshake", "ws_upgrade",
@@ -115,7 +131,7 @@ public enum ThresholdMetricKind: Sendable, Equatable {
         "protocol_error", "invalid_utf8", "message_too_big", "connection_reset", "unexpected_eof", "closed_with_error",
         "io_error", "http_status", "negotiate_failed", "no_transport", "handshake_failed", "handshake_timeout",
         "server_timeout", "hub_error", "unexpected_reply", "response_timeout", "interrupted", "tls_handshake_failed",
-        "tls_verify_failed", "tls_protocol_error",
+        "tls_verify_failed", "tls_protocol_error", "expect_timeout", "expect_mismatch",
     ]
     public static let counterKeys = [
         "connect_attempts", "connected", "connect_failed", "disconnected", "messages_sent", "messages_delivered",
@@ -125,6 +141,7 @@ public enum ThresholdMetricKind: Sendable, Equatable {
         "connected_server_sent_events", "connected_long_polling", "sent_websockets", "sent_server_sent_events",
         "sent_long_polling", "churn_left", "churn_joined", "not_modified", "changed", "unprocessed", "clients_stopped",
         "redirects_followed", "rate_limit_headers_seen", "retry_after_seen", "tls_handshakes", "tls_resumed",
+        "unrecognised_frames", "flow_ignored", "flow_responded",
     ]
     static let stormKeys = ["p50", "p99", "p100"]
     static let messageKeys = ["lost", "failed", "delivered"]
@@ -133,6 +150,17 @@ public enum ThresholdMetricKind: Sendable, Equatable {
     public static var allNames: [String] {
         latencyKeys + ["errors"] + errorClassKeys.map { "errors.\($0)" } + messageKeys.map { "messages.\($0)" }
             + ["connections.failed"] + stormKeys.map { "storms.recovery_\($0)" } + counterKeys.map { "counters.\($0)" }
+    }
+
+    /// The kind `name` is, among the built-in metrics and the names the scenario declares.
+    public init?(_ name: String, names: ThresholdNames) {
+        if !Self.latencyKeys.contains(name) && names.latencies.contains(name) { self = .named(name); return }
+        if name.hasPrefix("counters."), names.counters.contains(String(name.dropFirst("counters.".count))),
+           !Self.counterKeys.contains(String(name.dropFirst("counters.".count))) {
+            self = .counter(String(name.dropFirst("counters.".count)))
+            return
+        }
+        self.init(name)
     }
 
     public init?(_ name: String) {
@@ -154,7 +182,7 @@ public enum ThresholdMetricKind: Sendable, Equatable {
     /// The statistics this metric has, as users write them.
     public var statistics: [String] {
         switch self {
-        case .latency: ["p(N)", "max", "min", "mean", "count"]
+        case .latency, .named: ["p(N)", "max", "min", "mean", "count"]
         case .errors, .messages, .connectionsFailed: ["rate", "count"]
         case .stormRecovery: ["max"]
         case .counter: ["count"]
@@ -165,6 +193,8 @@ public enum ThresholdMetricKind: Sendable, Equatable {
         switch (self, statistic) {
         case (.latency, .rate): false
         case (.latency, _): true
+        case (.named, .rate): false
+        case (.named, _): true
         case (.errors, .rate), (.errors, .count), (.messages, .rate), (.messages, .count): true
         case (.connectionsFailed, .rate), (.connectionsFailed, .count): true
         case (.stormRecovery, .max): true
@@ -184,7 +214,8 @@ extension Reader {
     static let thresholdForm = "a list of conditions like [\"p(99) < 50ms\"], or {conditions: [...], after: 30s, window: 10s, "
         + "abort_on_fail: true, delay: 10s}"
 
-    func thresholdList(_ node: Node, messageSeconds: Double) throws(ScenarioError) -> [ThresholdSpec] {
+    /// `names`: what the scenario declares beyond the built-in metrics, which thresholds may name.
+    func thresholdList(_ node: Node, messageSeconds: Double, names: ThresholdNames = ThresholdNames()) throws(ScenarioError) -> [ThresholdSpec] {
         guard case .mapping(let mapping) = node else {
             throw error(at: node, field: "thresholds",
                         "expected a mapping of metric names to conditions (like 'round_trip: [\"p(99) < 50ms\"]'), got \(describe(node))")
@@ -205,9 +236,10 @@ extension Reader {
                 }
                 label = text
             }
-            guard let kind = ThresholdMetricKind(metric) else {
+            guard let kind = ThresholdMetricKind(metric, names: names) else {
                 var message = "unknown metric '\(metric)'"
-                if let suggestion = closestKey(to: metric, in: ThresholdMetricKind.allNames) {
+                let declared = names.latencies.sorted() + names.counters.sorted().map { "counters.\($0)" }
+                if let suggestion = closestKey(to: metric, in: ThresholdMetricKind.allNames + declared) {
                     message += ": did you mean '\(suggestion)'?"
                 } else {
                     message += " (metrics: every key of summary.json latency_us such as round_trip or tcp_connect, errors, "
@@ -217,6 +249,7 @@ extension Reader {
                 throw error(at: keyNode, field: field, message)
             }
             var spec = ThresholdSpec(metric: metric, label: label, conditions: [])
+            spec.declaredKind = kind
             spec.line = keyNode.mark?.line ?? 0
             var conditionsNode = value
             var conditionsField = field
@@ -356,16 +389,18 @@ extension ThresholdSpec {
     /// condition, "round_trip p(99) < 50ms", "errors rate < 0.1%", "messages.lost count == 0".
     /// Judged over one step's measured window, so storm recovery (end of run only) is refused.
     /// The error says what is wrong, for a message naming the flag.
-    public static func parseSLO(_ text: String) -> Result<ThresholdSpec, SLOProblem> {
+    /// `names`: what the scenario declares beyond the built-in metrics (`Scenario.declaredMetrics`).
+    public static func parseSLO(_ text: String, names: ThresholdNames = ThresholdNames()) -> Result<ThresholdSpec, SLOProblem> {
         func problem(_ m: String) -> Result<ThresholdSpec, SLOProblem> { .failure(SLOProblem(description: m)) }
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         guard let space = trimmed.firstIndex(where: { $0 == " " || $0 == "\t" }) else {
             return problem("expected a metric and a condition like \"round_trip p(99) < 50ms\", got '\(text)'")
         }
         let metric = String(trimmed[..<space])
-        guard let kind = ThresholdMetricKind(metric) else {
+        guard let kind = ThresholdMetricKind(metric, names: names) else {
             var m = "unknown metric '\(metric)'"
-            if let s = closestKey(to: metric, in: ThresholdMetricKind.allNames) { m += ": did you mean '\(s)'?" }
+            let declared = names.latencies.sorted() + names.counters.sorted().map { "counters.\($0)" }
+            if let s = closestKey(to: metric, in: ThresholdMetricKind.allNames + declared) { m += ": did you mean '\(s)'?" }
             return problem(m + " (a latency such as round_trip, errors, errors.<class>, messages.lost, connections.failed or counters.<key>)")
         }
         guard !kind.isEndOfRunOnly else { return problem("'\(metric)' exists only at the end of a run, not per step") }
@@ -373,7 +408,9 @@ extension ThresholdSpec {
         case .failure(let p): return problem("'\(text)': \(p.message)")
         case .success(var condition):
             condition.text = String(trimmed[space...]).trimmingCharacters(in: .whitespaces)
-            return .success(ThresholdSpec(metric: metric, conditions: [condition]))
+            var spec = ThresholdSpec(metric: metric, conditions: [condition])
+            spec.declaredKind = kind
+            return .success(spec)
         }
     }
 }

@@ -200,7 +200,7 @@ extension Reader {
             }
         }
         if let node = fields["thresholds"] {
-            scenario.thresholds = try thresholdList(node, messageSeconds: duration)
+            scenario.thresholds = try thresholdList(node, messageSeconds: duration, names: scenario.declaredMetrics)
         }
         return scenario
     }

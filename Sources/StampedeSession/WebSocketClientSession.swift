@@ -141,6 +141,9 @@ public struct WebSocketClientSession: Sendable {
     /// The subprotocol the server chose, once open.
     public private(set) var subprotocol: String? = nil
     public private(set) var closeHandshake = WebSocketCloseHandshake(role: .client)
+    /// The Close the server started, with its code and reason (nil when it started none):
+    /// what `close_codes` counts, read once the session has ended.
+    public var peerClose: WebSocketPeerClose? { closeHandshake.peerClose }
     /// The deadline the session waits for (upgrade or close timeout); 0: none.
     public private(set) var deadline: UInt64 = 0
     @usableFromInline var receiver: WebSocketReceiver
@@ -284,7 +287,12 @@ public struct WebSocketClientSession: Sendable {
         case .assembledMessage(let opcode, let end): return (.assembledMessage(opcode), end)
         case .ping(let payload, let end): return (.sendPong(payload: payload), end)
         case .pong(let payload, let end): return (.pong(payload: payload), end)
-        case .close(let code): return (step(closeHandshake.received(code: code), now: now), buffer.count)
+        case .close(let code, let reason):
+            // The reason is kept only when the peer starts the close (results count it); an
+            // answer to our Close allocates nothing.
+            let text = closeHandshake.state == .open && !reason.isEmpty
+                ? String(decoding: UnsafeRawBufferPointer(rebasing: buffer[reason]), as: UTF8.self) : ""
+            return (step(closeHandshake.received(code: code, reason: text), now: now), buffer.count)
         case .fail(let failure): return (step(closeHandshake.failed(failure), now: now), buffer.count)
         }
     }

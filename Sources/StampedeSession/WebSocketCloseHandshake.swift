@@ -75,6 +75,9 @@ public struct WebSocketCloseHandshake: Sendable, Equatable {
     public private(set) var closeReceived = false
     public private(set) var receivedCode: UInt16? = nil
     public private(set) var failure: WebSocketFailure? = nil
+    /// The Close the peer started (not its answer to ours), with its reason: what the results
+    /// count in `close_codes`. nil when the peer never started one.
+    public private(set) var peerClose: WebSocketPeerClose? = nil
 
     public init(role: Role) { self.role = role }
 
@@ -91,8 +94,10 @@ public struct WebSocketCloseHandshake: Sendable, Equatable {
         return Step(send: payload, transport: .awaitClose)
     }
 
-    /// The peer's Close, as `WebSocketReceiver` reported it (`code` nil: empty body).
-    public mutating func received(code: UInt16?) -> Step {
+    /// The peer's Close, as `WebSocketReceiver` reported it (`code` nil: empty body). `reason`
+    /// is its reason text, when the caller wants it kept (a String: the one allocation, once
+    /// per connection, and only when the peer starts the close).
+    public mutating func received(code: UInt16?, reason: String = "") -> Step {
         switch state {
         case .closed:
             return .ignore
@@ -104,6 +109,7 @@ public struct WebSocketCloseHandshake: Sendable, Equatable {
         case .open:
             closeReceived = true
             receivedCode = code
+            peerClose = WebSocketPeerClose(code: code, reason: reason)
             state = .closed
             let echo = WebSocketClosePayload(code: code)
             sent = echo
@@ -142,4 +148,15 @@ public struct WebSocketCloseHandshake: Sendable, Equatable {
         }
         return sent == nil ? .abnormal : .clean(code: nil)
     }
+}
+
+/// A Close the peer started: its status code and reason, as the results count it
+/// (`MetricsShard.countClose`). The answer to our own Close is not one: it only echoes our code.
+public struct WebSocketPeerClose: Sendable, Equatable {
+    /// nil: the Close had no body (no status code, §5.5.1).
+    public var code: UInt16?
+    /// The reason after the code (valid UTF-8, at most 123 bytes: the receiver checked it).
+    public var reason: String
+
+    public init(code: UInt16?, reason: String = "") { self.code = code; self.reason = reason }
 }

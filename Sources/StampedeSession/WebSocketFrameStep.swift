@@ -12,8 +12,9 @@ enum WebSocketFrameStep {
     case assembledMessage(WebSocketOpcode, end: Int)
     case ping(payload: Range<Int>, end: Int)
     case pong(payload: Range<Int>, end: Int)
-    /// The peer's Close (`code` nil: no body); the rest of the input is discarded with it.
-    case close(code: UInt16?)
+    /// The peer's Close (`code` nil: no body; `reason` its reason text, UTF-8 checked); the rest
+    /// of the input is discarded with it.
+    case close(code: UInt16?, reason: Range<Int>)
     /// The connection must be failed (§7.1.7); the rest of the input is discarded with it.
     case fail(WebSocketFailure)
 }
@@ -36,7 +37,7 @@ extension WebSocketReceiver {
             case .assembledMessage(let opcode): if open { return .assembledMessage(opcode, end: end) }
             case .ping(let payload): if open { return .ping(payload: payload.shifted(by: offset), end: end) }
             case .pong(let payload): return .pong(payload: payload.shifted(by: offset), end: end)
-            case .close(let code, _): return .close(code: code)
+            case .close(let code, let reason): return .close(code: code, reason: reason.shifted(by: offset))
             case .fail(let failure): return .fail(failure)
             }
             offset = end

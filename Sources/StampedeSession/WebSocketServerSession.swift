@@ -148,7 +148,7 @@ public struct WebSocketServerSession: Sendable {
         case .assembledMessage(let opcode, let end): return (.assembledMessage(opcode), end)
         case .ping(let payload, let end): return (.sendPong(payload: payload), end)
         case .pong(let payload, let end): return (.pong(payload: payload), end)
-        case .close(let code):
+        case .close(let code, _):
             // Echo (or our Close was the first): either way the handshake is over and the
             // server closes TCP first (§7.1.1).
             let s = closeHandshake.received(code: code)

@@ -301,6 +301,8 @@ public final class WebSocketClients: EventLoopHandler, @unchecked Sendable {
             openCount -= 1
             metrics.count(.disconnected)
         }
+        // Every Close the server started, clean or not, with its reason (`close_codes`).
+        if let peer = clients[client].session.peerClose { metrics.countClose(code: peer.code, reason: peer.reason) }
         switch outcome {
         case .connectFailed(let e):
             metrics.count(.connectFailed)

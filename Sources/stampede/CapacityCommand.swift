@@ -84,7 +84,11 @@ struct Capacity: ParsableCommand {
         }
         guard !slo.isEmpty else { throw ValidationError("--slo: give at least one, like --slo \"round_trip p(99) < 50ms\"") }
         for s in slo {
-            if case .failure(let p) = ThresholdSpec.parseSLO(s) { throw ValidationError("--slo: \(p)") }
+            // A name the scenario declares (a flow's `ack`) is known only once it is loaded: here
+            // the SLO's own name is taken as one, and `plan` checks the name against the scenario.
+            let metric = String(s.trimmingCharacters(in: .whitespaces).prefix { $0 != " " && $0 != "\t" })
+            if case .failure(let p) = ThresholdSpec.parseSLO(s, names: ThresholdNames(latencies: ThresholdMetricKind(metric) == nil ? [metric] : []))
+            { throw ValidationError("--slo: \(p)") }
         }
         guard let p = Self.ratio(precision), p >= 0.001, p <= 0.5 else { throw ValidationError("--precision must be from 0.1% to 50%, got '\(precision)'") }
         guard let step = parseDuration(stepDuration), step >= 1, step <= 3600 else {
@@ -166,7 +170,7 @@ struct Capacity: ParsableCommand {
         guard range.contains(to), to >= from else { throw ValidationError("--to must be within \(from) to \(range.upperBound) for \(vary.rawValue)") }
         var slos: [ThresholdSpec] = []
         for text in slo {
-            switch ThresholdSpec.parseSLO(text) {
+            switch ThresholdSpec.parseSLO(text, names: s.declaredMetrics) {
             case .success(let spec): slos.append(spec)
             case .failure(let p): throw ValidationError("--slo: \(p)")
             }

@@ -115,3 +115,28 @@ import Testing
         #expect(c.exchanges == 2)
     }
 }
+
+@Suite struct FleetCodecNamedTests {
+    @Test func namedMetricsClosesStepErrorsAndSamplesCrossTheWire() throws {
+        var s = FleetCodecTests.busyShard()
+        s.named = NamedMetrics(latencyKeys: ["ack", "ack_uncorrected", "connect_flow"], counterKeys: ["flow.ack.matched"])
+        for v: UInt64 in [1, 50, 9_000] { s.named.record(0, nanoseconds: v * 1000) }
+        s.named.count(0, 3)
+        s.countClose(code: 4401, reason: "auth first", 20)
+        s.countClose(code: nil, reason: "")
+        s.countStepError("expect_mismatch: connect step 1 ($.type = welcome)")
+        Array("{\"type\":\"presence\"}".utf8).withUnsafeBytes { s.keepSample($0, isText: true) }
+        var reader = FleetFrameReader()
+        FleetMessage.interval(GroupInterval(metrics: s)).frame().withUnsafeBytes { reader.feed($0) }
+        let payload = try #require(try reader.next())
+        guard case .interval(let back) = try FleetMessage.decode(payload) else { Issue.record("not an interval"); return }
+        let b = back.metrics
+        #expect(b.named.latencyKeys == s.named.latencyKeys && b.named.counterKeys == s.named.counterKeys)
+        #expect(b.named.counters == [3])
+        #expect(b.named.histograms[0] == s.named.histograms[0])
+        #expect(b.named.histograms[2].totalCount == 0)
+        #expect(b.closeCodes == ["4401 auth first": 20, "no code": 1])
+        #expect(b.stepErrors == s.stepErrors && b.samples == s.samples)
+        #expect(b.counters == s.counters && b.errors == s.errors && b.lost == s.lost)
+    }
+}

@@ -13,6 +13,7 @@ import Testing
             "schema", "partial", "partial_reason", "fatal_error", "scenario", "environment", "phases_s", "connections",
             "messages", "bytes", "latency_us", "latency_correction", "errors", "errors_total", "upgrade_statuses",
             "generator", "files", "counters", "hub_errors", "storms", "rest", "tls", "thresholds", "workers",
+            "close_codes", "flow",
         ])
         #expect(json["schema"] as? String == "stampede.summary/1")
     }
@@ -41,7 +42,7 @@ import Testing
             "peak_cpu_percent", "peak_client_loop_cpu_percent",
         ])
         let messages = try #require(json["messages"] as? [String: Any])
-        #expect(Set((messages["lost_by_reason"] as? [String: Any])?.keys.map { $0 } ?? []) == ["connection_closed", "timed_out", "interrupted", "dropped_while_disconnected", "worker_lost"])
+        #expect(Set((messages["lost_by_reason"] as? [String: Any])?.keys.map { $0 } ?? []) == ["connection_closed", "timed_out", "interrupted", "dropped_while_disconnected", "worker_lost", "no_reply"])
         #expect(Set((messages["throughput_per_s"] as? [String: Any])?.keys.map { $0 } ?? []) == ["sent", "delivered", "fanout_received"])
         let latency = try #require(json["latency_us"] as? [String: Any])
         let roundTrip = try #require(latency["round_trip"] as? [String: Any])

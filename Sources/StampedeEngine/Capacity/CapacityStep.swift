@@ -90,9 +90,8 @@ struct StepJudge {
         }
 
         var latency: [String: RunSummary.Latency] = [:]
-        for metric in LatencyMetric.allCases where m.histograms[metric.rawValue].totalCount > 0 {
-            latency[metric.key] = ResultsWriter.latencySummary(m.histograms[metric.rawValue])
-        }
+        // Built-in and named (a WebSocket flow's `ack`) alike.
+        for (key, h) in m.latenciesWithSamples { latency[key] = ResultsWriter.latencySummary(h) }
         // A saturated generator only ever adds latency (every latency is measured from the
         // intended send time): a step that passes anyway is a pass. One that fails is the
         // generator's doing unless the miss is beyond what it can add: at most its worst timer

@@ -50,7 +50,9 @@ public struct CompareReport: Codable, Sendable, Equatable {
         let b = try CompareInput(folder: baseline), c = try CompareInput(folder: current)
         var metrics: [MetricComparison] = []
         var notes: [String] = []
-        let keys = LatencyMetric.allCases.map(\.key)
+        // The built-in metrics in their order, then the scenario's named ones (a flow's `ack`) by name.
+        let named = Set(b.summary.latencyMicros.keys).union(c.summary.latencyMicros.keys).filter { LatencyMetric(key: $0) == nil }
+        let keys = LatencyMetric.allCases.map(\.key) + named.sorted()
         for key in keys where b.summary.latencyMicros[key] != nil || c.summary.latencyMicros[key] != nil {
             guard b.summary.latencyMicros[key] != nil, c.summary.latencyMicros[key] != nil else {
                 notes.append("\(key): only in the \(b.summary.latencyMicros[key] != nil ? "baseline" : "current") run")

@@ -57,7 +57,9 @@ enum CompareHTML {
     static func overlays(_ r: CompareReport, _ b: RunData, _ c: RunData) -> String {
         var out = "<p>Blue: baseline, orange: current. Solid p99, dashed p50, per interval, from each run&#39;s interval log; x is seconds since each run started.</p>"
         // Corrected metrics only (their uncorrected twins and connect times are in the tables).
-        let corrected = Set(LatencyMetric.allCases.filter { $0.correction == .corrected }.map(\.key))
+        var corrected = Set(LatencyMetric.allCases.filter { $0.correction == .corrected }.map(\.key))
+        let named = r.metrics.map(\.metric).filter { LatencyMetric(key: $0) == nil }
+        for key in named where LatencyCorrectionKind(namedKey: key, among: named) == .corrected { corrected.insert(key) }
         let keys = r.metrics.map(\.metric).filter { corrected.contains($0) && b.intervals[$0] != nil && c.intervals[$0] != nil }
         for key in keys.prefix(6) {
             var series: [ChartSeries] = []

@@ -53,6 +53,11 @@ struct RunData {
     /// The metrics drawn over time: those of the message phase. Connect-phase times (TCP, TLS,
     /// upgrade, negotiate, handshake) are in the tables only; their logs are not read.
     static let charted = Set(LatencyMetric.allCases.filter { $0.correction != .notApplicable || $0 == .pingRoundTrip || $0 == .staleness }.map(\.key))
+    /// A latency the scenario names is charted when it measures scheduled sends (`ack` and
+    /// `ack_uncorrected`, not `connect_flow`).
+    static func chartedNamed(_ key: String, _ summary: RunSummary) -> Bool {
+        LatencyMetric(key: key) == nil && LatencyCorrectionKind(namedKey: key, among: summary.latencyMicros.keys) != .notApplicable
+    }
     var summary: RunSummary
     /// Per latency metric key, from `<metric>.hlog`: its intervals (grouped) and their sum.
     var intervals: [String: [IntervalFigures]] = [:]
@@ -69,7 +74,7 @@ struct RunData {
         do { summary = try RunSummary.decode(from: data) } catch {
             throw HTMLReportError("\(files.path(ResultsWriter.summaryFileName)): not a Stampede summary.json (\(error))")
         }
-        for key in summary.latencyMicros.keys.sorted() where Self.charted.contains(key) {
+        for key in summary.latencyMicros.keys.sorted() where Self.charted.contains(key) || Self.chartedNamed(key, summary) {
             guard let d = files.read(key + ".hlog") else { continue }
             do {
                 let (figures, total) = try Self.readLog(String(decoding: d, as: UTF8.self))

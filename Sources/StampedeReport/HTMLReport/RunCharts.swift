@@ -20,6 +20,16 @@ enum RunCharts {
                 if m == .pingRoundTrip || m == .staleness { out.append((m.key, nil)) }
             }
         }
+        // The scenario's named latencies: `ack` with its twin `ack_uncorrected`.
+        let named = run.intervals.keys.filter { LatencyMetric(key: $0) == nil }.sorted()
+        for key in named {
+            switch LatencyCorrectionKind(namedKey: key, among: named) {
+            case .corrected: out.append((key, key + LatencyCorrectionKind.uncorrectedSuffix))
+            case .uncorrected:
+                if !named.contains(String(key.dropLast(LatencyCorrectionKind.uncorrectedSuffix.count))) { out.append((key, nil)) }
+            case .notApplicable: break
+            }
+        }
         return out
     }
 

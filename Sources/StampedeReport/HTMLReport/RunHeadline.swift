@@ -92,6 +92,22 @@ enum RunHeadline {
         if !s.upgradeStatuses.isEmpty {
             out += HTML.table(["upgrade status", "count"], s.upgradeStatuses.sorted { $0.key < $1.key }.map { [$0.key, Fmt.int($0.value)] }, numeric: [1])
         }
+        if let codes = s.closeCodes, !codes.isEmpty {
+            let top = codes.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.prefix(20)
+            out += HTML.table(["server close", "count"], top.map { [$0.key, Fmt.int($0.value)] }, id: "close-codes", numeric: [1])
+        }
+        if let f = s.flow {
+            if !f.stepErrors.isEmpty {
+                let top = f.stepErrors.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.prefix(20)
+                out += HTML.table(["connect step error", "count"], top.map { [$0.key, Fmt.int($0.value)] }, id: "step-errors", numeric: [1])
+            }
+            if !f.counters.isEmpty {
+                out += HTML.table(["flow counter", "count"], f.counters.sorted { $0.key < $1.key }.map { [$0.key, Fmt.int($0.value)] }, id: "flow-counters", numeric: [1])
+            }
+            if !f.unrecognisedSamples.isEmpty {
+                out += HTML.table(["unrecognised frame (sample)"], f.unrecognisedSamples.map { [$0] }, id: "unrecognised-samples")
+            }
+        }
         if !s.hubErrors.isEmpty {
             let top = s.hubErrors.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.prefix(20)
             out += HTML.table(["hub error", "count"], top.map { [$0.key, Fmt.int($0.value)] }, numeric: [1])

@@ -131,6 +131,8 @@ extension HubClients {
                 writeClose(k, send)
                 closeMainAfterFlush(k)
                 let outcome = clients[k].connections.webSocket.closeHandshake.outcome
+                // Every Close the server started, clean or not, with its reason (`close_codes`).
+                if let peer = clients[k].connections.webSocket.peerClose { metrics.countClose(code: peer.code, reason: peer.reason) }
                 if case .failed(let f) = outcome {
                     fail(k, ErrorClass(f))
                     return buffer.count
