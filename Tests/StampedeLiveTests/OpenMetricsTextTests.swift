@@ -151,3 +151,21 @@ import Testing
         #expect("\(ExpositionFormat.openMetrics.contentType)" == "application/openmetrics-text; version=1.0.0; charset=utf-8")
     }
 }
+
+@Suite struct OpenMetricsNamedTests {
+    @Test func namedLatenciesFlowCountersAndServerClosesHaveTheirFamilies() {
+        var s = LiveSnapshot(scenario: "flow", workload: "websocket", phase: "messages")
+        s.totals.named = NamedMetrics(latencyKeys: ["ack", "connect_flow"], counterKeys: ["flow.ack.matched"])
+        s.totals.named.record(0, nanoseconds: 3_000_000)
+        s.totals.named.count(0, 4)
+        s.totals.countClose(code: 4401, reason: "auth \"first\"", 2)
+        let text = OpenMetricsText.render(s)
+        #expect(text.contains("# TYPE stampede_latency_seconds histogram"))
+        #expect(text.contains("stampede_latency_seconds_count{scenario=\"flow\",workload=\"websocket\",metric=\"ack\"} 1"))
+        #expect(text.contains("stampede_latency_seconds_bucket{scenario=\"flow\",workload=\"websocket\",metric=\"ack\",le=\"0.005\"} 1"))
+        #expect(!text.contains("metric=\"connect_flow\""))  // no samples yet
+        #expect(text.contains("stampede_flow_events_total{scenario=\"flow\",workload=\"websocket\",counter=\"flow.ack.matched\"} 4"))
+        #expect(text.contains("stampede_server_closes_total{scenario=\"flow\",workload=\"websocket\",close=\"4401 auth \\\"first\\\"\"} 2"))
+        #expect(text.hasSuffix("# EOF\n"))
+    }
+}

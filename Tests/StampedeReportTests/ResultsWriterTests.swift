@@ -167,7 +167,7 @@ import Testing
         let messages = ResultsWriter.summary(of: r).messages
         #expect(messages.accountingClosed == c.closed)
         #expect(messages.unaccounted == c.unaccounted)
-        #expect(messages.lostByReason == ["connection_closed": 0, "timed_out": c.lost, "interrupted": 0, "dropped_while_disconnected": 0, "worker_lost": 0])
+        #expect(messages.lostByReason == ["connection_closed": 0, "timed_out": c.lost, "interrupted": 0, "dropped_while_disconnected": 0, "worker_lost": 0, "no_reply": 0])
     }
 
     @Test func fanoutMissingIsFlooredAtZero() {

@@ -273,3 +273,27 @@ private func close(_ body: [UInt8]) -> [UInt8] { frameFor(.client, opcode: 8, pa
         #expect(s.transportClosed(.endOfFile) == .ended(.failed(.invalidUTF8), closeTransport: false))
     }
 }
+
+/// The Close a server started is kept with its reason (what `close_codes` counts); the answer to
+/// our own Close is not one.
+@Suite struct PeerCloseTests {
+    @Test(arguments: [(hex("11 31 61 75 74 68 20 66 69 72 73 74"), WebSocketPeerClose(code: 4401, reason: "auth first")),
+                      (hex("03 E8"), WebSocketPeerClose(code: 1000)),
+                      ([], WebSocketPeerClose(code: nil))])
+    func theServersCloseIsKeptWithItsReason(_ body: [UInt8], _ expected: WebSocketPeerClose) {
+        let clock = FakeClock()
+        var s = open(clock)
+        _ = s.feed(close(body), now: clock.now)
+        _ = s.transportClosed(.endOfFile)
+        #expect(s.peerClose == expected)
+    }
+
+    @Test func theAnswerToOurCloseIsNotAPeerClose() {
+        let clock = FakeClock()
+        var s = open(clock)
+        _ = s.close(code: 1000, now: clock.now)
+        _ = s.feed(close(hex("03 E8 62 79 65")), now: clock.now)
+        #expect(s.peerClose == nil)
+        #expect(s.closeHandshake.receivedCode == 1000)
+    }
+}
