@@ -212,7 +212,8 @@ public final class RunEngine {
             let drainEnd = drainStart + plan.drainNs
             while partialReason == nil {
                 let s = tick()
-                let expected = expectsFanout ? (totals[.messagesSent] + s.sentSinceInterval) * UInt64(max(0, openAtStart - 1)) : 0
+                // Without the every-client rule, what the clients counted as due (a flow's declared groups; else 0).
+                let expected = expectsFanout ? (totals[.messagesSent] + s.sentSinceInterval) * UInt64(max(0, openAtStart - 1)) : totals[.fanoutExpected]
                 let fanoutDone = totals[.fanoutReceived] + s.fanoutSinceInterval >= expected
                 if s.outstanding == 0 && fanoutDone { break }
                 if options.interrupt.isRaised { partialReason = "interrupted while draining"; break }
@@ -243,7 +244,7 @@ public final class RunEngine {
         // A command still running is waited for briefly; its outcome says whether it finished.
         for run in eventBook.commandRuns.values where run.finished == nil { _ = run.wait(seconds: interrupted ? 0.1 : 2) }
 
-        totals.counters[Counter.fanoutExpected.rawValue] = expectsFanout ? totals[.messagesSent] * UInt64(max(0, openAtStart - 1)) : 0
+        if expectsFanout { totals.counters[Counter.fanoutExpected.rawValue] = totals[.messagesSent] * UInt64(max(0, openAtStart - 1)) }
         let processCPU = Double(generatorCPUNs() - cpuAtStart) / 1e9
         let clientCPU = Double(gauges.clientLoopCPUNs) / 1e9
         warnings += kind.warnings(scenario, totals: totals)

@@ -155,6 +155,9 @@ extension Reader {
             maxMessageBytes: maxMessageBytes, sourceAddresses: sourceAddresses, hub: hub)
         scenario.rest = rest
         scenario.websocket = websocket
+        if let websocket {
+            scenario.declaredMetrics = ThresholdNames(latencies: Set(websocket.latencyKeys), counters: Set(websocket.counterKeys))
+        }
         if let node = fields["resolve"] {
             scenario.resolve = try choice(node, field: "resolve")
         }

@@ -91,7 +91,7 @@ private func pubsub(replacing old: String, with new: String) -> String {
     }
 
     @Test func aMalformedPathIsRefusedAtItsLine() throws {
-        let e = try #require(failure(pubsub(replacing: "match: {$.op: ack}", with: "match: {$.op[: ack}")))
+        let e = try #require(failure(pubsub(replacing: "match: {$.op: ack}", with: "match: {$op: ack}")))
         #expect(e.line == 20)
         #expect(e.field.hasPrefix("websocket.replies[0].match"))
     }

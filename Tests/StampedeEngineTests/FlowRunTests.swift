@@ -1,0 +1,165 @@
+import Foundation
+import StampedeEngine
+import StampedeReport
+import StampedeScenario
+import Testing
+
+/// A `workload: websocket` scenario with the given `websocket:` section (lines indented by two).
+func flowScenario(name: String = "flow", target: String, clients: Int, duration: Double = 2, rate: Double = 20,
+                  extra: String = "", flow: String) throws -> Scenario {
+    let yaml = """
+        name: \(name)
+        workload: websocket
+        target: \(target)
+        clients: \(clients)
+        connect_rate: 1000
+        duration: \(duration)
+        drain: 3
+        connect_timeout: 5
+        message: {rate: \(rate)}
+        \(extra)
+        websocket:
+        \(flow)
+        """
+    return try ScenarioLoader.parse(yaml: yaml, file: "\(name).yaml")
+}
+
+/// `Tests/peers/pubsub_server.py` on a free loopback port, with `arguments`.
+func startPubSubServer(_ arguments: [String] = []) throws -> (BackgroundProcess, Int) {
+    let python = try peerPython("websockets")
+    let server = try BackgroundProcess(python, [repositoryRoot.appendingPathComponent("Tests/peers/pubsub_server.py").path,
+                                                "--port", "0", "--token", "t0ken", "--max-seconds", "120"] + arguments)
+    let line = try server.waitForLine(prefix: "LISTENING ", timeout: 30)
+    return (server, try #require(Int(line.dropFirst("LISTENING ".count))))
+}
+
+/// The shipped pub/sub scenario pointed at `port`.
+func pubsubScenario(port: Int, clients: Int = 12, duration: Double = 2) throws -> Scenario {
+    var s = try shippedScenario("websocket-pubsub.yaml", clients: clients, duration: duration, drain: 3)
+    s.target = .webSocket(url: WebSocketURL(host: "127.0.0.1", port: port, path: "/ws"))
+    s.message.ratePerSecond = 30
+    return s
+}
+
+@Suite(.serialized)
+struct FlowRunTests {
+    @Test func theChatProtocolAsAFlowAccountsForEveryMessageLikeTheChatWorkload() throws {
+        let s = try shippedScenario("websocket-chat-flow.yaml", clients: 30, duration: 2)
+        let o = try run(s)
+        #expect(o.exitCode == 0)
+        expectExactAccounting(o, clients: 30)
+        #expect(o.summary.latencyMicros["broadcast"]?.count == o.summary.messages.delivered)
+        #expect(o.summary.latencyMicros["connect_flow"]?.count == 30)
+    }
+
+    @Test func aPubSubServersOwnProtocolIsDrivenWithCorrelatedAcksAndStampedEvents() throws {
+        setenv("PUBSUB_TOKEN", "t0ken", 1)
+        let (server, port) = try startPubSubServer(["--ping-interval", "0.5", "--presence-interval", "0.3"])
+        defer { server.stop() }
+        let o = try run(try pubsubScenario(port: port))
+        let m = o.summary.messages
+        #expect(o.exitCode == 0, "\(o.summary.errors.filter { $0.value > 0 }) \(o.summary.closeCodes ?? [:])")
+        #expect(o.summary.connections.connected == 12)
+        #expect(m.sent > 0 && m.delivered == m.sent && m.lost == 0 && m.accountingClosed)
+        // Every publish is acked (its own metric) and comes back as the sender's own event.
+        #expect(o.summary.latencyMicros["ack"]?.count == m.sent)
+        #expect(o.summary.latencyMicros["event"]?.count == m.sent)
+        #expect(o.summary.latencyMicros["connect_flow"]?.count == 12)
+        // Rooms of {client%10}: clients 0–1 … share a room, so each publish is due to its room's others.
+        #expect(m.fanoutReceived == m.fanoutExpected)
+        #expect(o.summary.counters["flow_responded", default: 0] > 0, "pings answered")
+        #expect(o.summary.counters["flow_ignored", default: 0] > 0, "presence dropped")
+        #expect(o.summary.counters["unrecognised_frames"] == 0)
+        #expect(o.summary.errorsTotal == 0)
+    }
+
+    @Test func repliesOutOfOrderUnsolicitedFramesAndServerClosesKeepAccountingExact() throws {
+        setenv("PUBSUB_TOKEN", "t0ken", 1)
+        let (server, port) = try startPubSubServer(["--out-of-order", "--unsolicited", "--close-after", "5",
+                                                    "--close-code", "4000", "--close-reason", "enough"])
+        defer { server.stop() }
+        var s = try pubsubScenario(port: port, clients: 10, duration: 3)
+        s.message.ratePerSecond = 40
+        let o = try run(s)
+        let m = o.summary.messages
+        #expect(m.accountingClosed, "sent \(m.sent) delivered \(m.delivered) lost \(m.lostByReason.filter { $0.value > 0 })")
+        #expect(m.delivered > 0)
+        // Each connection is closed after its fifth publish: the close is counted with its reason.
+        #expect((o.summary.closeCodes?["4000 enough"] ?? 0) >= 10, "\(o.summary.closeCodes ?? [:])")
+        #expect(o.summary.counters["unrecognised_frames", default: 0] > 0)
+        #expect(o.summary.flow?.unrecognisedSamples.isEmpty == false)
+        // No secret in a sample.
+        #expect(o.summary.flow?.unrecognisedSamples.allSatisfy { !$0.contains("t0ken") } == true)
+    }
+
+    @Test func aServerThatClosesBeforeAuthIsCountedByCloseCodeAndReason() throws {
+        let (server, port) = try startPubSubServer()
+        defer { server.stop() }
+        let s = try flowScenario(target: "ws://127.0.0.1:\(port)/ws", clients: 5, flow: """
+              connect:
+                - expect: {match: {$.type: welcome}}
+                - send: '{"op":"publish","id":0}'
+                - expect: {match: {$.op: auth_ok}, timeout: 3s}
+              send: ['{"op":"publish","id":{sequence}}']
+              replies: [{name: ack, match: {$.op: ack}, correlate: {sent: $.id, received: $.id}}]
+            """)
+        let o = try run(s)
+        #expect(o.summary.closeCodes == ["4401 auth first": 5])
+        #expect(o.summary.connections.failed == 5)
+        #expect(o.summary.messages.accountingClosed)
+    }
+
+    @Test func anExpectStepThatNeverMatchesFailsTheConnectNamingTheStep() throws {
+        setenv("PUBSUB_TOKEN", "t0ken", 1)
+        let (server, port) = try startPubSubServer()
+        defer { server.stop() }
+        let s = try flowScenario(target: "ws://127.0.0.1:\(port)/ws", clients: 3, flow: """
+              connect:
+                - expect: {match: {$.type: never}, timeout: 500ms}
+              send: ['{"op":"publish","id":{sequence}}']
+              replies: [{name: ack, match: {$.op: ack}, correlate: {sent: $.id, received: $.id}}]
+            """)
+        let o = try run(s)
+        #expect(o.summary.errors["expect_timeout"] == 3)
+        #expect(o.summary.connections.failed == 3)
+        #expect(o.summary.flow?.stepErrors.keys.contains { $0.contains("connect step 0") } == true, "\(String(describing: o.summary.flow))")
+        #expect(o.exitCode == 1)
+    }
+
+    @Test func aStrictStepFailsAtTheFirstOtherFrame() throws {
+        let (server, port) = try startPubSubServer()
+        defer { server.stop() }
+        let s = try flowScenario(target: "ws://127.0.0.1:\(port)/ws", clients: 2, flow: """
+              connect:
+                - expect: {match: {$.type: never}, timeout: 10s, strict: true}
+              send: ['{"op":"publish","id":{sequence}}']
+              replies: [{name: ack, match: {$.op: ack}, correlate: {sent: $.id, received: $.id}}]
+            """)
+        let o = try run(s)
+        #expect(o.summary.errors["expect_mismatch"] == 2)
+    }
+
+    @Test func messagesWithoutAReplyAreLostAsNoReply() throws {
+        setenv("PUBSUB_TOKEN", "t0ken", 1)
+        let (server, port) = try startPubSubServer()
+        defer { server.stop() }
+        // Every ack is ignored, so no message is ever measured: each is lost after the reply timeout.
+        let s = try flowScenario(target: "ws://127.0.0.1:\(port)/ws", clients: 2, duration: 2, rate: 4, flow: """
+              secrets: {token: t0ken}
+              connect:
+                - expect: {match: {$.type: welcome}, capture: {session: $.session}}
+                - send: '{"op":"auth","token":"{token}","session":"{session}"}'
+                - expect: {match: {$.op: auth_ok}}
+              send: ['{"op":"publish","channel":"nobody","id":{sequence},"data":{}}']
+              replies: [{name: ack, match: {$.op: never}, correlate: {sent: $.id, received: $.id}}]
+              respond: [{match: {$.type: ping}, send: '{"type":"pong"}'}]
+              ignore: [{match: {$.op: ack}}, {match: {$.type: presence}}]
+              reply_timeout: 500ms
+            """)
+        let o = try run(s)
+        let m = o.summary.messages
+        #expect(m.sent > 0)
+        #expect(m.lostByReason["no_reply"] == m.sent)
+        #expect(m.accountingClosed)
+    }
+}
