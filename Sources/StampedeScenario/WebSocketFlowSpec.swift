@@ -10,18 +10,8 @@ public struct WebSocketFlowSpec: Sendable, Equatable {
     public var headers: [Scenario.Header] = []
     /// Named secrets, usable as `{name}` in templates and headers; never written to results or logs.
     public var secrets: [Secret] = []
-    /// Capture names in the order their steps define them: a capture's slot is its index here.
-    public var captures: [String] = []
-    /// After the upgrade, in order; the client is connected when the last step is done.
-    public var connect: [ConnectStep] = []
-    /// What one scheduled message is; several entries are picked by weight.
-    public var sends: [SendEntry] = []
-    /// Measured replies: each received frame goes to the first rule whose match holds.
-    public var replies: [ReplyRule] = []
-    /// Frames answered at once and not measured (application keep-alives).
-    public var responds: [RespondRule] = []
-    /// Frames recognised and dropped (counted).
-    public var ignores: [IgnoreRule] = []
+    /// The flow itself: connect steps, messages, and the rules that take received frames.
+    public var flow = MessageFlow()
     /// A scheduled message with no reply by then is lost (`no_reply`).
     public var replyTimeoutSeconds: Double = 10
     /// Who a stamped broadcast is due to, for the fan-out's expected count.
@@ -29,80 +19,29 @@ public struct WebSocketFlowSpec: Sendable, Equatable {
 
     public init() {}
 
+    public typealias ConnectStep = MessageFlow.ConnectStep
+    public typealias Expect = MessageFlow.Expect
+    public typealias Capture = MessageFlow.Capture
+    public typealias SendEntry = MessageFlow.SendEntry
+    public typealias ReplyRule = MessageFlow.ReplyRule
+    public typealias Measure = MessageFlow.Measure
+    public typealias StampSource = MessageFlow.StampSource
+    public typealias RespondRule = MessageFlow.RespondRule
+    public typealias IgnoreRule = MessageFlow.IgnoreRule
+
+    // The flow's parts, where the loader and the results read them.
+    public var captures: [String] { get { flow.captures } set { flow.captures = newValue } }
+    public var connect: [ConnectStep] { get { flow.connect } set { flow.connect = newValue } }
+    public var sends: [SendEntry] { get { flow.sends } set { flow.sends = newValue } }
+    public var replies: [ReplyRule] { get { flow.replies } set { flow.replies = newValue } }
+    public var responds: [RespondRule] { get { flow.responds } set { flow.responds = newValue } }
+    public var ignores: [IgnoreRule] { get { flow.ignores } set { flow.ignores = newValue } }
+
     /// A secret: its name in templates, and where its value comes from.
     public struct Secret: Sendable, Equatable {
         public var name: String
         public var source: TokenSource
         public init(name: String, source: TokenSource) { self.name = name; self.source = source }
-    }
-
-    public enum ConnectStep: Sendable, Equatable {
-        case send(MessageTemplate)
-        case expect(Expect)
-    }
-
-    /// A connect step that waits for a frame.
-    public struct Expect: Sendable, Equatable {
-        public var match: FrameMatch
-        /// Values taken from the matching frame, by capture slot.
-        public var captures: [Capture] = []
-        public var timeoutSeconds: Double = 10
-        /// Any other frame (not taken by a respond or ignore rule) fails the step at once
-        /// (`expect_mismatch`) instead of being counted unrecognised while the step waits.
-        public var strict = false
-        /// The match as written, for the step's error counts ("$.op = auth_ok").
-        public var text: String
-        public init(match: FrameMatch, text: String) { self.match = match; self.text = text }
-    }
-
-    public struct Capture: Sendable, Equatable {
-        public var slot: Int
-        public var selector: FieldSelector
-        public init(slot: Int, selector: FieldSelector) { self.slot = slot; self.selector = selector }
-    }
-
-    public struct SendEntry: Sendable, Equatable {
-        public var template: MessageTemplate
-        public var weight: Int
-        public init(template: MessageTemplate, weight: Int = 1) { self.template = template; self.weight = weight }
-    }
-
-    public struct ReplyRule: Sendable, Equatable {
-        /// Its latency metric's key (and `<name>_uncorrected`).
-        public var name: String
-        public var match: FrameMatch
-        public var measure: Measure
-        public init(name: String, match: FrameMatch, measure: Measure) { self.name = name; self.match = match; self.measure = measure }
-    }
-
-    /// How a reply is tied to the message it answers.
-    public enum Measure: Sendable, Equatable {
-        /// The reply's value at `received` is the `{sequence}` the message carried at `sent`
-        /// (decimal text, or a big-endian integer for a binary selector).
-        case correlate(sent: FieldSelector, received: FieldSelector)
-        /// The reply carries a stamp: the client's own feeds `round_trip`, another client's `fanout`.
-        case stamp(StampSource)
-        /// Counted, not measured.
-        case none
-    }
-
-    public enum StampSource: Sendable, Equatable {
-        case selector(FieldSelector)
-        /// Found anywhere in the frame by its marker.
-        case search
-    }
-
-    public struct RespondRule: Sendable, Equatable {
-        public var name: String
-        public var match: FrameMatch
-        public var template: MessageTemplate
-        public init(name: String, match: FrameMatch, template: MessageTemplate) { self.name = name; self.match = match; self.template = template }
-    }
-
-    public struct IgnoreRule: Sendable, Equatable {
-        public var name: String
-        public var match: FrameMatch
-        public init(name: String, match: FrameMatch) { self.name = name; self.match = match }
     }
 
     /// Who should receive another client's stamped message.
@@ -140,14 +79,4 @@ extension WebSocketFlowSpec {
         for i in sends.indices { bind(&sends[i].template) }
         for i in responds.indices { bind(&responds[i].template) }
     }
-}
-
-extension MessageTemplate {
-    /// Whether the template writes a `{stamp}` (so a `stamp` reply rule can measure its message).
-    public var carriesStamp: Bool { segments.contains(.placeholder(.stamp)) }
-}
-
-extension MessageTemplate.Placeholder {
-    /// The message's `{sequence}` in any of its encodings: what `correlate` ties a reply to.
-    public var isSequence: Bool { self == .sequence || self == .sequenceU16 || self == .sequenceU32 }
 }

@@ -415,7 +415,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     public func webSocketEnded(client k: Int, end: WebSocketEnd) {
         if flow != nil {
             _ = pending[k].dropAll()
-            flowConnections[k].ready = false
+            flowConnections[k].session.restart()
         }
         if outstanding[k] > 0 {
             ws.metrics.lose(.connectionClosed, UInt64(outstanding[k]))

@@ -44,7 +44,9 @@ func pubsubScenario(port: Int, clients: Int = 12, duration: Double = 2) throws -
 @Suite(.serialized)
 struct FlowRunTests {
     @Test func theChatProtocolAsAFlowAccountsForEveryMessageLikeTheChatWorkload() throws {
-        let s = try shippedScenario("websocket-chat-flow.yaml", clients: 30, duration: 2)
+        var s = try shippedScenario("websocket-chat-flow.yaml", clients: 30, duration: 2)
+        // Its thresholds would make a debug build on a busy machine exit 98 (saturated): accounting is the point here.
+        s.thresholds = []
         let o = try run(s)
         #expect(o.exitCode == 0)
         expectExactAccounting(o, clients: 30)

@@ -1,6 +1,7 @@
 import StampedeLoop
 import StampedeMetrics
 import StampedeScenario
+import StampedeSession
 import StampedeWire
 
 /// A declared flow (`workload: websocket`) on the chat client's scheduling: the same send
@@ -12,42 +13,41 @@ extension ChatWorkload {
     /// The upgrade is done: the connect steps run (the client is connected after the last one).
     func flowOpened(_ k: Int, _ flow: FlowProgram) {
         flowConnections[k].epoch &+= 1
-        flowConnections[k].step = 0
-        flowConnections[k].ready = false
+        flowConnections[k].session.restart()
         flowConnections[k].upgradedNs = EventLoop.now()
         if let table = flowConnections[k].values { table.clearCaptures() } else { flowConnections[k].values = flow.makeValueTable() }
         runSteps(k, flow)
     }
 
-    /// Carries out send steps until an expect step (armed with its timeout) or the end.
+    /// Carries out the session's connect actions: sends until a step waits (armed with its
+    /// timeout) or the last one is done.
     func runSteps(_ k: Int, _ flow: FlowProgram) {
-        let steps = flow.spec.connect
-        while flowConnections[k].step < steps.count {
-            switch steps[flowConnections[k].step] {
-            case .send(let template):
+        while true {
+            switch flowConnections[k].session.nextStep(flow.spec.flow) {
+            case .send(let index):
+                guard case .send(let template) = flow.spec.connect[index] else { return }
                 sendTemplate(k, template, sequence: 0, intendedNs: EventLoop.now())
-                flowConnections[k].step += 1
-            case .expect:
-                let deadline = EventLoop.now() + flow.stepTimeoutNs[flowConnections[k].step]
+            case .wait(_, let timeoutSeconds):
+                let deadline = EventLoop.now() + UInt64(timeoutSeconds * 1e9)
                 ws.schedule(at: deadline, token: TimerToken(TimerKind.flowStep, slot: k, epoch: flowConnections[k].epoch))
+                return
+            case .ready:
+                ws.metrics.named.record(flow.connectFlowSlot, nanoseconds: EventLoop.now() &- flowConnections[k].upgradedNs)
+                ws.ready(k)
+                clientReady(k)
                 return
             }
         }
-        flowConnections[k].ready = true
-        let now = EventLoop.now()
-        ws.metrics.named.record(flow.connectFlowSlot, nanoseconds: now &- flowConnections[k].upgradedNs)
-        ws.ready(k)
-        clientReady(k)
     }
 
     /// An expect step's timer: the step is still waiting, so the connect failed.
     func flowStepTimedOut(_ k: Int, epoch: UInt32) {
-        guard let flow, flowConnections[k].epoch == epoch, !flowConnections[k].ready, ws.state(of: k) == .open else { return }
+        guard let flow, flowConnections[k].epoch == epoch, !flowConnections[k].session.isReady, ws.state(of: k) == .open else { return }
         failStep(k, flow, .expectTimeout)
     }
 
     func failStep(_ k: Int, _ flow: FlowProgram, _ error: ErrorClass) {
-        let step = flowConnections[k].step
+        let step = flowConnections[k].session.step
         var what = ""
         if step < flow.spec.connect.count, case .expect(let e) = flow.spec.connect[step] { what = e.text }
         ws.metrics.error(error)
@@ -94,41 +94,22 @@ extension ChatWorkload {
 
     func flowReceived(_ k: Int, _ flow: FlowProgram, opcode: WebSocketOpcode, payload: UnsafeRawBufferPointer) {
         let isText = opcode == .text
-        if !flowConnections[k].ready {
-            connectStepReceived(k, flow, isText: isText, payload: payload)
-            return
-        }
-        switch flow.classify(payload, isText: isText) {
+        switch flowConnections[k].session.received(payload, isText: isText, flow.spec.flow) {
+        case .stepDone(let index):
+            guard case .expect(let expect) = flow.spec.connect[index] else { return }
+            for capture in expect.captures {
+                guard let range = capture.selector.extract(payload) else { continue }
+                flowConnections[k].values?.capture(capture.slot, UnsafeRawBufferPointer(rebasing: payload[range]))
+            }
+            flowConnections[k].epoch &+= 1  // the step's timer is stale now
+            runSteps(k, flow)
+        case .stepFailed: failStep(k, flow, .expectMismatch)
         case .reply(let i): replyReceived(k, flow, rule: i, payload: payload)
         case .respond(let i): respond(k, flow, i)
         case .ignore(let i):
             ws.metrics.count(.flowIgnored)
             ws.metrics.named.count(flow.ignoreCounter(i))
         case .unrecognised: unrecognised(k, flow, payload, isText: isText)
-        }
-    }
-
-    /// A frame while an expect step waits: the step's match first, then respond and ignore rules.
-    func connectStepReceived(_ k: Int, _ flow: FlowProgram, isText: Bool, payload: UnsafeRawBufferPointer) {
-        let step = flowConnections[k].step
-        guard step < flow.spec.connect.count, case .expect(let expect) = flow.spec.connect[step] else { return }
-        if expect.match.holds(payload, isText: isText) {
-            for capture in expect.captures {
-                guard let range = capture.selector.extract(payload) else { continue }
-                flowConnections[k].values?.capture(capture.slot, UnsafeRawBufferPointer(rebasing: payload[range]))
-            }
-            flowConnections[k].step += 1
-            flowConnections[k].epoch &+= 1  // the step's timer is stale now
-            runSteps(k, flow)
-            return
-        }
-        switch flow.classify(payload, isText: isText) {
-        case .respond(let i): respond(k, flow, i)
-        case .ignore(let i):
-            ws.metrics.count(.flowIgnored)
-            ws.metrics.named.count(flow.ignoreCounter(i))
-        case .reply, .unrecognised:
-            if expect.strict { failStep(k, flow, .expectMismatch) } else { unrecognised(k, flow, payload, isText: isText) }
         }
     }
 
@@ -153,7 +134,7 @@ extension ChatWorkload {
         case .none:
             return
         case .correlate(_, let received):
-            guard let sequence = FlowProgram.sequence(in: payload, at: received), let entry = pending[k].entry(sequence) else {
+            guard let sequence = MessageFlow.sequence(in: payload, at: received), let entry = pending[k].entry(sequence) else {
                 ws.metrics.count(.unrecognisedFrames)
                 return
             }
@@ -163,7 +144,7 @@ extension ChatWorkload {
             }
             delivered(k, sequence)
         case .stamp(let source):
-            guard let stamp = FlowProgram.stamp(in: payload, source) else {
+            guard let stamp = MessageFlow.stamp(in: payload, source) else {
                 ws.metrics.count(.unparsedMessages)
                 return
             }

@@ -1,5 +1,6 @@
 import StampedeMetrics
 import StampedeScenario
+import StampedeSession
 import StampedeWire
 
 /// A declared flow (`workload: websocket`) as a loop's clients run it: the scenario's compiled
@@ -20,14 +21,6 @@ final class FlowProgram: @unchecked Sendable {
     let replyTimeoutNs: UInt64
     /// Per connect step: its expect timeout (0 for a send step).
     let stepTimeoutNs: [UInt64]
-
-    /// Where a received frame goes: the first rule whose match holds, replies first.
-    enum FrameClass: Equatable {
-        case reply(Int)
-        case respond(Int)
-        case ignore(Int)
-        case unrecognised
-    }
 
     init(spec: WebSocketFlowSpec, secretValues: [String: String]) {
         self.spec = spec
@@ -99,42 +92,6 @@ final class FlowProgram: @unchecked Sendable {
         return i
     }
 
-    /// The first rule that takes this frame.
-    func classify(_ payload: UnsafeRawBufferPointer, isText: Bool) -> FrameClass {
-        for (i, rule) in spec.replies.enumerated() where rule.match.holds(payload, isText: isText) { return .reply(i) }
-        for (i, rule) in spec.responds.enumerated() where rule.match.holds(payload, isText: isText) { return .respond(i) }
-        for (i, rule) in spec.ignores.enumerated() where rule.match.holds(payload, isText: isText) { return .ignore(i) }
-        return .unrecognised
-    }
-
-    /// The sequence number a correlated reply names at `selector`: decimal text, or a big-endian
-    /// integer for a byte selector. Nil when absent or not a number.
-    static func sequence(in payload: UnsafeRawBufferPointer, at selector: FieldSelector) -> UInt32? {
-        guard let range = selector.extract(payload), !range.isEmpty else { return nil }
-        var value: UInt64 = 0
-        if case .bytes = selector {
-            for i in range { value = value << 8 | UInt64(payload[i]) }
-            return UInt32(truncatingIfNeeded: value)
-        }
-        guard range.count <= 10 else { return nil }
-        for i in range {
-            let c = payload[i]
-            guard c >= 48 && c <= 57 else { return nil }
-            value = value * 10 + UInt64(c - 48)
-        }
-        return value <= UInt64(UInt32.max) ? UInt32(value) : nil
-    }
-
-    /// A frame's stamp, where the rule says it is.
-    static func stamp(in payload: UnsafeRawBufferPointer, _ source: WebSocketFlowSpec.StampSource) -> MessageStamp? {
-        switch source {
-        case .search: return FlowStamp.search(payload)
-        case .selector(let selector):
-            guard let range = selector.extract(payload) else { return nil }
-            return FlowStamp.parse(UnsafeRawBufferPointer(rebasing: payload[range]))
-        }
-    }
-
     /// The first bytes of an unrecognised frame (enough for a sample), each secret's value masked.
     func masked(_ payload: UnsafeRawBufferPointer) -> [UInt8] {
         // Past the sample's length by the longest secret, so one cut there is still masked.
@@ -154,13 +111,10 @@ final class FlowProgram: @unchecked Sendable {
     }
 }
 
-/// One client's progress through its connection's connect steps, and what they captured.
+/// One client's flow state: its connection's `MessageFlowSession`, and what it needs to act on it.
 struct FlowConnection {
-    /// The next connect step (the steps' count once connected).
-    var step = 0
-    /// Every connect step done: the client sends and measures.
-    var ready = false
-    /// Bumped on every connection, so a stale step timer is ignored.
+    var session = MessageFlowSession()
+    /// Bumped on every connection and finished step, so a stale step timer is ignored.
     var epoch: UInt32 = 0
     /// When the upgrade completed (`connect_flow` is measured from here).
     var upgradedNs: UInt64 = 0
