@@ -24,6 +24,7 @@ enum FuzzTarget: String, CaseIterable {
     case hubSession = "hub-session"
     case webSocketSession = "websocket-session"
     case flow
+    case flowSession = "flow-session"
 
     func run(_ data: UnsafeRawBufferPointer) {
         switch self {
@@ -37,6 +38,7 @@ enum FuzzTarget: String, CaseIterable {
         case .hubSession: fuzzHubSession(data)
         case .webSocketSession: fuzzWebSocketSession(data)
         case .flow: fuzzFlow(data)
+        case .flowSession: fuzzFlowSession(data)
         }
     }
 }
