@@ -54,6 +54,29 @@ struct FlowRunTests {
         #expect(o.summary.latencyMicros["connect_flow"]?.count == 30)
     }
 
+    @Test func theChatFlowAndTheChatWorkloadGiveTheSameFiguresAgainstPythonWebsockets() throws {
+        let python = try peerPython("websockets")
+        let server = try BackgroundProcess(python, [repositoryRoot.appendingPathComponent("Tests/peers/chat_server.py").path,
+                                                    "--port", "0", "--max-seconds", "120"])
+        defer { server.stop() }
+        let port = try #require(Int(try server.waitForLine(prefix: "LISTENING ", timeout: 30).dropFirst("LISTENING ".count)))
+        let target = Target.webSocket(url: WebSocketURL(host: "127.0.0.1", port: port, path: "/chat"))
+        var flow = try shippedScenario("websocket-chat-flow.yaml", clients: 20, duration: 2)
+        flow.thresholds = []
+        flow.target = target
+        flow.message.ratePerSecond = 40
+        let chat = chatScenario(name: "python-chat", target: target, clients: 20, duration: 2, rate: 40)
+        let outcomes = [try run(chat), try run(flow)]
+        for o in outcomes {
+            expectExactAccounting(o, clients: 20)
+            #expect(o.summary.messages.unparsed == 0)
+            #expect(o.summary.latencyMicros["round_trip"]?.count == o.summary.messages.delivered)
+        }
+        // The same schedule: as many messages, as many broadcasts.
+        #expect(outcomes[0].summary.messages.sent == outcomes[1].summary.messages.sent)
+        #expect(outcomes[0].summary.messages.fanoutReceived == outcomes[1].summary.messages.fanoutReceived)
+    }
+
     @Test func aPubSubServersOwnProtocolIsDrivenWithCorrelatedAcksAndStampedEvents() throws {
         setenv("PUBSUB_TOKEN", "t0ken", 1)
         let (server, port) = try startPubSubServer(["--ping-interval", "0.5", "--presence-interval", "0.3"])
