@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import ipaddress
 import json
 import logging
 import signal
@@ -24,6 +23,7 @@ from collections import Counter
 
 from amqtt.broker import Broker
 from amqtt.plugins.base import BasePlugin
+from loopback import loopback_host
 
 COUNTS: Counter = Counter()
 
@@ -43,14 +43,6 @@ class CountPlugin(BasePlugin):
     async def on_broker_message_received(self, *, client_id: str, message) -> None:
         COUNTS["messages_received"] += 1
 
-
-def loopback_host(host: str) -> str:
-    if host == "localhost":
-        return "127.0.0.1"
-    ip = ipaddress.ip_address(host.strip("[]"))
-    if not ip.is_loopback:
-        raise ValueError(f"refusing non-loopback host {host!r}")
-    return str(ip)
 
 
 async def amain(args: argparse.Namespace) -> int:

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import ipaddress
 import json
 import signal
 import ssl
@@ -42,6 +41,7 @@ from datetime import datetime, timezone
 from websockets.asyncio.server import ServerConnection, broadcast, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.protocol import State
+from loopback import loopback_host
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -51,20 +51,6 @@ EXIT_MAX_SECONDS = 3
 def err(msg: str) -> None:
     print(f"chat_server: {msg}", file=sys.stderr, flush=True)
 
-
-def loopback_host(host: str) -> str:
-    """Return a loopback IP literal for host, or raise ValueError."""
-    if host == "localhost":
-        # "localhost" may resolve to both ::1 and 127.0.0.1, which with port 0
-        # would bind two different ports; pin it to IPv4.
-        return "127.0.0.1"
-    try:
-        ip = ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        raise ValueError(f"host must be a loopback IP literal or 'localhost', got {host!r}")
-    if not ip.is_loopback:
-        raise ValueError(f"refusing non-loopback host {host!r}")
-    return str(ip)
 
 
 def iso8601_now() -> str:

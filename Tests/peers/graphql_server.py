@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import ipaddress
 import json
 import signal
 import socket
@@ -43,6 +42,8 @@ from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_P
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
     BaseGraphQLTransportWSHandler,
 )
+
+from loopback import loopback_host
 
 COUNTS: Counter = Counter()
 ROOMS: dict[str, set[asyncio.Queue]] = {}
@@ -152,14 +153,6 @@ class Server(uvicorn.Server):
             for s, h in old.items():
                 signal.signal(s, h)
 
-
-def loopback_host(host: str) -> str:
-    if host == "localhost":
-        return "127.0.0.1"
-    ip = ipaddress.ip_address(host.strip("[]"))
-    if not ip.is_loopback:
-        raise ValueError(f"refusing non-loopback host {host!r}")
-    return str(ip)
 
 
 async def amain(args: argparse.Namespace) -> int:

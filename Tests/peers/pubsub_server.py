@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import ipaddress
 import json
 import secrets
 import signal
@@ -51,6 +50,7 @@ from collections import Counter
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.protocol import State
+from loopback import loopback_host
 
 EXIT_OK = 0
 EXIT_MAX_SECONDS = 3
@@ -59,17 +59,6 @@ EXIT_MAX_SECONDS = 3
 def err(msg: str) -> None:
     print(f"pubsub_server: {msg}", file=sys.stderr, flush=True)
 
-
-def loopback_host(host: str) -> str:
-    if host == "localhost":
-        return "127.0.0.1"
-    try:
-        ip = ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        raise ValueError(f"host must be a loopback IP literal or 'localhost', got {host!r}")
-    if not ip.is_loopback:
-        raise ValueError(f"refusing non-loopback host {host!r}")
-    return str(ip)
 
 
 def dumps(obj) -> str:

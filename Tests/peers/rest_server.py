@@ -36,7 +36,6 @@ Contract (see Tests/peers/README.md):
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import json
 import math
 import os
@@ -46,6 +45,7 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from loopback import loopback_host
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -57,18 +57,6 @@ MAX_BODY_SIZE = 16 << 20
 def err(msg: str) -> None:
     print(f"rest_server: {msg}", file=sys.stderr, flush=True)
 
-
-def loopback_host(host: str) -> str:
-    """Return a loopback IP literal for host, or raise ValueError."""
-    if host == "localhost":
-        return "127.0.0.1"
-    try:
-        ip = ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        raise ValueError(f"host must be a loopback IP literal or 'localhost', got {host!r}")
-    if not ip.is_loopback:
-        raise ValueError(f"refusing non-loopback host {host!r}")
-    return str(ip)
 
 
 class State:
