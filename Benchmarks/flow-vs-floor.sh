@@ -86,7 +86,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 m, g = d["messages"], d["generator"]
 n = m["delivered"]
-rate = d.get("rates", {}).get("delivered") or n / max(1e-9, d.get("measured_seconds", 1))
+rate = m["throughput_per_s"]["delivered"]
 loop = g.get("cpu_us_per_delivered_message")
 print(f"{rate:.0f} {loop if loop is not None else float('nan'):.2f} {g['process_cpu_s'] * 1e6 / max(1, n):.2f} {n}")
 PY
