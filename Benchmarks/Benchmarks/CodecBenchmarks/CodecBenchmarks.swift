@@ -38,6 +38,7 @@ let benchmarks: @Sendable () -> Void = {
     hubSessionBenchmarks()
     httpBenchmarks()
     httpSessionBenchmarks()
+    flowBenchmarks()
     histogramBenchmarks()
     referenceBenchmarks()
 }
