@@ -77,6 +77,30 @@ struct FlowRunTests {
         #expect(outcomes[0].summary.messages.fanoutReceived == outcomes[1].summary.messages.fanoutReceived)
     }
 
+    @Test func theChatFlowAndTheChatWorkloadGiveTheSameFiguresAgainstAPicowsEchoServer() throws {
+        let python = try peerPython("picows")
+        let server = try BackgroundProcess(python, [repositoryRoot.appendingPathComponent("Tests/peers/picows_echo_server.py").path,
+                                                    "--port", "0", "--max-seconds", "120"])
+        defer { server.stop() }
+        let port = try #require(Int(try server.waitForLine(prefix: "LISTENING ", timeout: 30).dropFirst("LISTENING ".count)))
+        let target = Target.webSocket(url: WebSocketURL(host: "127.0.0.1", port: port, path: "/"))
+        var flow = try shippedScenario("websocket-chat-flow.yaml", clients: 10, duration: 2)
+        flow.thresholds = []
+        flow.target = target
+        flow.websocket?.fanout = .none  // an echo server sends each message back to its sender only
+        flow.message.ratePerSecond = 40
+        let chat = chatScenario(name: "picows-chat", target: target, clients: 10, duration: 2, rate: 40)
+        let outcomes = [try run(chat), try run(flow)]
+        for o in outcomes {
+            let m = o.summary.messages
+            #expect(o.summary.connections.connected == 10)
+            #expect(m.sent > 0 && m.delivered == m.sent && m.lost == 0 && m.accountingClosed)
+            #expect(o.summary.latencyMicros["round_trip"]?.count == m.delivered)
+            #expect(o.summary.errorsTotal == 0)
+        }
+        #expect(outcomes[0].summary.messages.sent == outcomes[1].summary.messages.sent)
+    }
+
     @Test func aPubSubServersOwnProtocolIsDrivenWithCorrelatedAcksAndStampedEvents() throws {
         setenv("PUBSUB_TOKEN", "t0ken", 1)
         let (server, port) = try startPubSubServer(["--ping-interval", "0.5", "--presence-interval", "0.3"])
