@@ -28,7 +28,7 @@ func flowScenario(name: String = "flow", target: String, clients: Int, duration:
 func startPubSubServer(_ arguments: [String] = []) throws -> (BackgroundProcess, Int) {
     let python = try peerPython("websockets")
     let server = try BackgroundProcess(python, [repositoryRoot.appendingPathComponent("Tests/peers/pubsub_server.py").path,
-                                                "--port", "0", "--token", "t0ken", "--max-seconds", "120"] + arguments)
+                                                "--port", "0", "--token", "secret-token", "--max-seconds", "120"] + arguments)
     let line = try server.waitForLine(prefix: "LISTENING ", timeout: 30)
     return (server, try #require(Int(line.dropFirst("LISTENING ".count))))
 }
@@ -102,7 +102,6 @@ struct FlowRunTests {
     }
 
     @Test func aPubSubServersOwnProtocolIsDrivenWithCorrelatedAcksAndStampedEvents() throws {
-        setenv("PUBSUB_TOKEN", "t0ken", 1)
         let (server, port) = try startPubSubServer(["--ping-interval", "0.5", "--presence-interval", "0.3"])
         defer { server.stop() }
         let o = try run(try pubsubScenario(port: port))
@@ -123,7 +122,6 @@ struct FlowRunTests {
     }
 
     @Test func repliesOutOfOrderUnsolicitedFramesAndServerClosesKeepAccountingExact() throws {
-        setenv("PUBSUB_TOKEN", "t0ken", 1)
         let (server, port) = try startPubSubServer(["--out-of-order", "--unsolicited", "--close-after", "5",
                                                     "--close-code", "4000", "--close-reason", "enough"])
         defer { server.stop() }
@@ -138,7 +136,7 @@ struct FlowRunTests {
         #expect(o.summary.counters["unrecognised_frames", default: 0] > 0)
         #expect(o.summary.flow?.unrecognisedSamples.isEmpty == false)
         // No secret in a sample.
-        #expect(o.summary.flow?.unrecognisedSamples.allSatisfy { !$0.contains("t0ken") } == true)
+        #expect(o.summary.flow?.unrecognisedSamples.allSatisfy { !$0.contains("secret-token") } == true)
     }
 
     @Test func aServerThatClosesBeforeAuthIsCountedByCloseCodeAndReason() throws {
@@ -159,7 +157,6 @@ struct FlowRunTests {
     }
 
     @Test func anExpectStepThatNeverMatchesFailsTheConnectNamingTheStep() throws {
-        setenv("PUBSUB_TOKEN", "t0ken", 1)
         let (server, port) = try startPubSubServer()
         defer { server.stop() }
         let s = try flowScenario(target: "ws://127.0.0.1:\(port)/ws", clients: 3, flow: """
@@ -189,12 +186,11 @@ struct FlowRunTests {
     }
 
     @Test func messagesWithoutAReplyAreLostAsNoReply() throws {
-        setenv("PUBSUB_TOKEN", "t0ken", 1)
         let (server, port) = try startPubSubServer()
         defer { server.stop() }
         // Every ack is ignored, so no message is ever measured: each is lost after the reply timeout.
         let s = try flowScenario(target: "ws://127.0.0.1:\(port)/ws", clients: 2, duration: 2, rate: 4, flow: """
-              secrets: {token: t0ken}
+              secrets: {token: secret-token}
               connect:
                 - expect: {match: {$.type: welcome}, capture: {session: $.session}}
                 - send: '{"op":"auth","token":"{token}","session":"{session}"}'
@@ -213,7 +209,6 @@ struct FlowRunTests {
     }
 
     @Test func aStormReconnectsRunTheConnectStepsAgainWithCapturesOfTheNewConnection() throws {
-        setenv("PUBSUB_TOKEN", "t0ken", 1)
         let (server, port) = try startPubSubServer()
         defer { server.stop() }
         var s = try pubsubScenario(port: port, clients: 10, duration: 3)
