@@ -13,7 +13,8 @@ public struct WebSocketFlowSpec: Sendable, Equatable {
     /// The flow itself: connect steps, messages, and the rules that take received frames.
     public var flow = MessageFlow()
     /// A scheduled message with no reply by then is lost (`no_reply`).
-    public var replyTimeoutSeconds: Double = 10
+    /// nil: a message waits for its reply until the drain ends (the chat protocol's way).
+    public var replyTimeoutSeconds: Double? = 10
     /// Who a stamped broadcast is due to, for the fan-out's expected count.
     public var fanout: FanoutRule = .none
 
@@ -58,12 +59,13 @@ public struct WebSocketFlowSpec: Sendable, Equatable {
     /// The latency metric keys the flow records, in slot order: each measured reply's
     /// `<name>` and `<name>_uncorrected`, then `connect_flow`.
     public var latencyKeys: [String] {
-        replies.filter { $0.measure != .none }.flatMap { [$0.name, $0.name + "_uncorrected"] } + ["connect_flow"]
+        replies.filter { $0.measure != .none && $0.hasOwnMetrics }.flatMap { [$0.name, $0.name + "_uncorrected"] }
+            + (connect.isEmpty ? [] : ["connect_flow"])
     }
 
     /// The named counter keys, in slot order: every reply, respond and ignore rule.
     public var counterKeys: [String] {
-        replies.map { "flow.\($0.name).matched" } + responds.map { "flow.respond.\($0.name)" } + ignores.map { "flow.ignore.\($0.name)" }
+        replies.filter(\.hasOwnMetrics).map { "flow.\($0.name).matched" } + responds.map { "flow.respond.\($0.name)" } + ignores.map { "flow.ignore.\($0.name)" }
     }
 }
 
@@ -78,5 +80,27 @@ extension WebSocketFlowSpec {
         for i in connect.indices { if case .send(var t) = connect[i] { bind(&t); connect[i] = .send(t) } }
         for i in sends.indices { bind(&sends[i].template) }
         for i in responds.indices { bind(&responds[i].template) }
+    }
+}
+
+extension WebSocketFlowSpec {
+    /// The chat protocol (`workload: chat`) as a declared flow: each message is the chat JSON
+    /// `{"message","user","userID"}` whose text is the stamp padded to `messageSize` bytes, and
+    /// every broadcast's stamp is read back: the client's own is its round trip, anyone else's
+    /// a fan-out. Its rule has no metrics of its own, so chat reports what it always has.
+    public static func chat(messageSize: Int) -> WebSocketFlowSpec {
+        var spec = WebSocketFlowSpec()
+        // Both compile: the texts are fixed here, and every size a scenario allows fits `{stamp:N}`.
+        if let template = try? MessageTemplate(text: #"{"message":"{stamp:\#(messageSize)}","user":"{user}","userID":"{uuid}"}"#) {
+            spec.sends = [SendEntry(template: template)]
+        }
+        if let path = try? JSONPath(parsing: "$.message") {
+            var rule = ReplyRule(name: "chat", match: FrameMatch([.contains(Array(#""message""#.utf8))]), measure: .stamp(.selector(.path(path))))
+            rule.hasOwnMetrics = false
+            spec.replies = [rule]
+        }
+        spec.fanout = .all
+        spec.replyTimeoutSeconds = nil
+        return spec
     }
 }

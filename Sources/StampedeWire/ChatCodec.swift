@@ -1,42 +1,13 @@
-/// The chat wire format (a Vapor chat server's) over raw bytes: the client's
-/// `{"message","user","userID"}` and the server's broadcast with `date` and `id` added.
-/// Building and reading a message touch only the caller's buffers.
+/// The stamp's text form (`s…:q…:t…:a…:`, hex fields), which every workload writes into its
+/// messages (a flow's `{stamp}` puts a marker before it: `FlowStamp`), and the chat server's
+/// parser (`ChatServerParser`). The chat client itself is a declared flow
+/// (`WebSocketFlowSpec.chat`). Writing and reading touch only the caller's buffers.
 public enum ChatCodec {
-    static let messagePrefix: [UInt8] = Array(#"{"message":""#.utf8)
-
-    /// Bytes after the message text: `","user":"NAME","userID":"UUID"}`. Made once per client.
-    public static func clientSuffix(user: String, userID: String) -> [UInt8] {
-        Array(#"","user":"\#(jsonEscaped(user))","userID":"\#(userID)"}"#.utf8)
-    }
 
     /// Length of the stamp text before padding (hex fields, so at most 56 bytes).
     @inlinable
     public static func stampLength(_ s: MessageStamp) -> Int {
         4 + 4 + hexDigits(UInt64(s.sender)) + hexDigits(UInt64(s.sequence)) + hexDigits(s.intendedNs) + hexDigits(s.actualNs)
-    }
-
-    /// Total size of a client message with `textSize` bytes of text.
-    public static func clientMessageLength(textSize: Int, stamp: MessageStamp, suffixLength: Int) -> Int {
-        messagePrefix.count + max(textSize, stampLength(stamp)) + suffixLength
-    }
-
-    /// Writes `{"message":"s…:q…:t…:a…:xxxx","user":…}` at `out` and returns its length.
-    /// `out` must hold `clientMessageLength(...)` bytes.
-    public static func writeClientMessage(into out: UnsafeMutableRawPointer, stamp: MessageStamp, textSize: Int, suffix: UnsafeRawBufferPointer) -> Int {
-        var p = 0
-        messagePrefix.withUnsafeBytes { pre in
-            out.copyMemory(from: pre.baseAddress!, byteCount: pre.count)
-            p = pre.count
-        }
-        let textStart = p
-        p += writeStamp(stamp, into: out + p)
-        let padEnd = textStart + textSize
-        if p < padEnd {
-            (out + p).initializeMemory(as: UInt8.self, repeating: UInt8(ascii: "x"), count: padEnd - p)
-            p = padEnd
-        }
-        if let base = suffix.baseAddress { (out + p).copyMemory(from: base, byteCount: suffix.count) }
-        return p + suffix.count
     }
 
     @usableFromInline @inline(__always)
@@ -80,15 +51,6 @@ public enum ChatCodec {
         return MessageStamp(sender: UInt32(s), sequence: UInt32(q), intendedNs: t, actualNs: a)
     }
 
-    /// Finds the stamp in any JSON object that has a `"message"` string field starting with one,
-    /// whatever the key order or whitespace (servers reformat). Nil if there is none.
-    public static func readStamp(_ json: UnsafeRawBufferPointer) -> MessageStamp? {
-        guard let start = findStringValue(json, key: messageKey) else { return nil }
-        return parseStamp(UnsafeRawBufferPointer(rebasing: json[start...]))
-    }
-
-    static let messageKey: [UInt8] = Array(#""message""#.utf8)
-
     static func readField(_ b: UnsafeRawBufferPointer, _ i: inout Int, _ tag: UInt8) -> UInt64? {
         guard i < b.count, b[i] == tag else { return nil }
         i += 1
@@ -113,50 +75,8 @@ public enum ChatCodec {
         return nil
     }
 
-    /// Offset of the first byte of the string value of `key` (a quoted key) in a JSON object,
-    /// found by scanning for the key followed by optional whitespace, a colon and a quote.
-    static func findStringValue(_ b: UnsafeRawBufferPointer, key: [UInt8]) -> Int? {
-        let n = b.count, k = key.count
-        guard n > k else { return nil }
-        var i = 0
-        let first = key[0]
-        while i + k < n {
-            if b[i] == first && b[i + k - 1] == key[k - 1] {
-                var match = true
-                for j in 1..<(k - 1) where b[i + j] != key[j] { match = false; break }
-                if match {
-                    var p = i + k
-                    while p < n, isJSONSpace(b[p]) { p += 1 }
-                    if p < n, b[p] == UInt8(ascii: ":") {
-                        p += 1
-                        while p < n, isJSONSpace(b[p]) { p += 1 }
-                        if p < n, b[p] == UInt8(ascii: "\"") { return p + 1 }
-                    }
-                }
-            }
-            i += 1
-        }
-        return nil
-    }
-
     @inline(__always) static func isJSONSpace(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D }
 
-    static func jsonEscaped(_ s: String) -> String {
-        var out = ""
-        for ch in s.unicodeScalars {
-            switch ch {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if ch.value < 0x20 { out += "\\u" + String(repeating: "0", count: 4 - String(ch.value, radix: 16).count) + String(ch.value, radix: 16) }
-                else { out.unicodeScalars.append(ch) }
-            }
-        }
-        return out
-    }
 }
 
 /// The three fields the chat server needs from a client message, as ranges of their raw

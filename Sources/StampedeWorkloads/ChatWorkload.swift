@@ -3,10 +3,11 @@ import StampedeMetrics
 import StampedeScenario
 import StampedeWire
 
-/// The WebSocket clients one event loop owns: the chat client (it sends
-/// `{"message","user","userID"}` and receives every broadcast), or a flow the scenario declares
-/// (`workload: websocket`, `plan.flow`: its connect steps, messages and replies; see
-/// ChatWorkload+Flow.swift) on the same send chains, reconnects, storms and churn.
+/// The WebSocket clients one event loop owns, speaking a declared flow (ChatWorkload+Flow.swift):
+/// the scenario's own (`workload: websocket`, `plan.flow`: connect steps, messages, replies), or
+/// the chat protocol as a built-in flow (`workload: chat`: it sends `{"message","user","userID"}`
+/// and receives every broadcast, `WebSocketFlowSpec.chat`), on the same send chains, reconnects,
+/// storms and churn.
 ///
 /// Every message text carries a `MessageStamp` (sender, sequence, intended and actual send time),
 /// so the sender measures its round trip from its own echo and every other client measures
@@ -34,7 +35,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         /// coordinator): stamps are written and read in the run's clock, so a broadcast sent on
         /// one host and received on another is timed right. 0 on one host.
         public var stampClockOffsetNs: Int64 = 0
-        /// A declared flow instead of the chat protocol (`workload: websocket`), and its secrets' values.
+        /// The declared flow (`workload: websocket`; nil: the chat protocol), and its secrets' values.
         public var flow: WebSocketFlowSpec? = nil
         public var secretValues: [String: String] = [:]
 
@@ -51,7 +52,6 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     public let ws: WebSocketClients
     public let plan: Plan
     public private(set) var phase: WorkloadPhase = .idle
-    var suffixes: [[UInt8]]
     /// Next sequence number to send, per client.
     var nextSequence: [UInt32]
     /// Open model: sequence numbers whose intended time has come (sent or deferred).
@@ -83,9 +83,9 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     var lastPingNs: [UInt64]
     lazy var heartbeatText: [UInt8] = Array((plan.heartbeat?.text ?? "heart").utf8)
     public internal(set) var totalOutstanding: UInt64 = 0
-    /// The declared flow (nil: the chat protocol), each client's connect progress and captures,
-    /// its messages awaiting replies, and its `{user}` name.
-    let flow: FlowProgram?
+    /// The flow, each client's connect progress and captures, its messages awaiting replies,
+    /// and its `{user}` name.
+    let flow: FlowProgram
     var flowConnections: [FlowConnection] = []
     var pending: [PendingSends] = []
     var users: [[UInt8]] = []
@@ -99,9 +99,8 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         self.ws = ws
         self.plan = plan
         let n = plan.globalIndices.count
-        suffixes = plan.globalIndices.map { Self.identity(runTag: plan.runTag, globalIndex: $0, generation: 0) }
         nextSequence = Array(repeating: 0, count: n)
-        flow = plan.flow.map { FlowProgram(spec: $0, secretValues: plan.secretValues) }
+        flow = FlowProgram(spec: plan.flow ?? .chat(messageSize: plan.messageSize), secretValues: plan.secretValues)
         dueSequence = Array(repeating: 0, count: n)
         outstanding = Array(repeating: 0, count: n)
         scheduleStartNs = Array(repeating: 0, count: n)
@@ -120,14 +119,12 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         schedule = LoadSchedule(totalClients: plan.totalClients, connectRate: plan.connectRate, loadModel: plan.loadModel,
                                 totalRate: plan.totalRate, thinkTimeNs: plan.thinkTimeNs, seed: plan.seed)
         ws.application = self
-        if let flow {
-            ws.connectsWhenReady = true
-            ws.metrics.named = flow.namedMetrics()
-            flowConnections = Array(repeating: FlowConnection(), count: n)
-            pending = Array(repeating: PendingSends(), count: n)
-            users = plan.globalIndices.map { Array("\(plan.runTag)-user-\($0)".utf8) }
-            fanoutPeers = flow.fanoutPeers(of: plan.globalIndices, totalClients: plan.totalClients, runTag: plan.runTag)
-        }
+        ws.connectsWhenReady = true
+        ws.metrics.named = flow.namedMetrics()
+        flowConnections = Array(repeating: FlowConnection(), count: n)
+        pending = Array(repeating: PendingSends(), count: n)
+        users = plan.globalIndices.map { Self.user(runTag: plan.runTag, globalIndex: $0, generation: 0) }
+        fanoutPeers = flow.fanoutPeers(of: plan.globalIndices, totalClients: plan.totalClients, runTag: plan.runTag)
     }
 
     // MARK: Phases (called by the engine on the loop thread)
@@ -139,7 +136,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
             ws.schedule(at: schedule.connectTime(start: startNs, globalIndex: g), token: token(.connect, k))
         }
         if plan.heartbeat != nil { ws.schedule(at: startNs + 250_000_000, token: token(.heartbeatSweep, 0)) }
-        if flow != nil { ws.schedule(at: startNs + replySweepIntervalNs, token: TimerToken(TimerKind.replySweep, slot: 0)) }
+        if flow.replyTimeoutNs != nil { ws.schedule(at: startNs + replySweepIntervalNs, token: TimerToken(TimerKind.replySweep, slot: 0)) }
     }
 
     /// Starts sending. Open model: client g's messages are intended at
@@ -205,22 +202,8 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
 
     @inline(__always)
     func sendMessage(_ k: Int, sequence: UInt32, intendedNs: UInt64) {
-        if let flow {
-            // `{sequence}` counts from 1.
-            flowSendMessage(k, flow, sequence: sequence &+ 1, intendedNs: intendedNs)
-            ws.metrics.count(.messagesSent)
-            outstanding[k] += 1
-            totalOutstanding += 1
-            return
-        }
-        let stamp = MessageStamp(sender: UInt32(plan.globalIndices[k]), sequence: sequence, intendedNs: runClock(intendedNs),
-                                 actualNs: runClock(EventLoop.now()))
-        suffixes[k].withUnsafeBytes { suffix in
-            let length = ChatCodec.clientMessageLength(textSize: plan.messageSize, stamp: stamp, suffixLength: suffix.count)
-            ws.send(k, opcode: .text, length: length) { out in
-                _ = ChatCodec.writeClientMessage(into: out, stamp: stamp, textSize: plan.messageSize, suffix: suffix)
-            }
-        }
+        // `{sequence}` counts from 1.
+        flowSendMessage(k, flow, sequence: sequence &+ 1, intendedNs: intendedNs)
         ws.metrics.count(.messagesSent)
         outstanding[k] += 1
         totalOutstanding += 1
@@ -262,7 +245,6 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         case .flowStep:
             flowStepTimedOut(k, epoch: epoch)
         case .replySweep:
-            guard let flow else { return }
             replySweep(flow, now: EventLoop.now())
             if phase != .closing { ws.schedule(at: deadline + replySweepIntervalNs, token: token) }
         case .send:
@@ -331,7 +313,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     }
 
     public func webSocketOpened(client k: Int) {
-        if let flow { flowOpened(k, flow) } else { clientReady(k) }
+        flowOpened(k, flow)
     }
 
     /// The client is connected (a flow's connect steps done): reconnect and churn bookkeeping,
@@ -358,7 +340,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
                 reconnecting[k] = false
                 rejoinSchedule(k)
             }
-        } else if phase == .messages && flow != nil {
+        } else if phase == .messages {
             // A flow's connect steps can end after the message phase began.
             startSending(k)
         }
@@ -386,37 +368,12 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     }
 
     public func webSocketReceived(client k: Int, opcode: WebSocketOpcode, payload: UnsafeRawBufferPointer) {
-        if let flow {
-            flowReceived(k, flow, opcode: opcode, payload: payload)
-            return
-        }
-        guard opcode == .text, let stamp = ChatCodec.readStamp(payload) else {
-            ws.metrics.count(.unparsedMessages)
-            return
-        }
-        let now = runClock(EventLoop.now())
-        if Int(stamp.sender) == plan.globalIndices[k] {
-            guard outstanding[k] > 0 else { ws.metrics.count(.unparsedMessages); return }
-            outstanding[k] -= 1
-            totalOutstanding -= 1
-            ws.metrics.count(.messagesDelivered)
-            ws.metrics.record(.roundTrip, nanoseconds: now &- stamp.intendedNs)
-            ws.metrics.record(.roundTripUncorrected, nanoseconds: now &- stamp.actualNs)
-            if plan.loadModel == .closed && phase == .messages {
-                if let next = schedule.nextAfterReply(now: EventLoop.now()) { ws.schedule(at: next, token: token(.send, k)) }
-            }
-        } else {
-            ws.metrics.count(.fanoutReceived)
-            ws.metrics.record(.fanout, nanoseconds: now &- stamp.intendedNs)
-            ws.metrics.record(.fanoutUncorrected, nanoseconds: now &- stamp.actualNs)
-        }
+        flowReceived(k, flow, opcode: opcode, payload: payload)
     }
 
     public func webSocketEnded(client k: Int, end: WebSocketEnd) {
-        if flow != nil {
-            _ = pending[k].dropAll()
-            flowConnections[k].session.restart()
-        }
+        _ = pending[k].dropAll()
+        flowConnections[k].session.restart()
         if outstanding[k] > 0 {
             ws.metrics.lose(.connectionClosed, UInt64(outstanding[k]))
             totalOutstanding -= UInt64(outstanding[k])
@@ -488,18 +445,16 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         return left
     }
 
-    /// A stable, readable identity per client (generation > 0: the users who took its place after
-    /// churn); the userID is a UUID, as the chat server expects.
-    static func identity(runTag: String, globalIndex g: Int, generation: UInt32) -> [UInt8] {
-        var r = FastRandom(seed: UInt64(g) &* 0x9E37_79B9 ^ 0x5EED &+ UInt64(generation) &* 0x1_0000_0001)
-        return ChatCodec.clientSuffix(user: generation == 0 ? "\(runTag)-user-\(g)" : "\(runTag)-user-\(g)-\(generation)", userID: r.uuidString())
+    /// A stable, readable `{user}` per client (generation > 0: the users who took its place after
+    /// churn). The run tag is a scenario name (letters, digits, `._-`), so the name is JSON-safe.
+    static func user(runTag: String, globalIndex g: Int, generation: UInt32) -> [UInt8] {
+        Array((generation == 0 ? "\(runTag)-user-\(g)" : "\(runTag)-user-\(g)-\(generation)").utf8)
     }
 
     /// A churned client's slot comes back as someone new.
     func joinAsNewUser(_ k: Int) {
         churnGeneration[k] &+= 1
-        suffixes[k] = Self.identity(runTag: plan.runTag, globalIndex: plan.globalIndices[k], generation: churnGeneration[k])
-        if flow != nil { users[k] = Array("\(plan.runTag)-user-\(plan.globalIndices[k])-\(churnGeneration[k])".utf8) }
+        users[k] = Self.user(runTag: plan.runTag, globalIndex: plan.globalIndices[k], generation: churnGeneration[k])
         churnJoining[k] = true
         reconnectTimeline[k].connected()
         ws.connect(k)

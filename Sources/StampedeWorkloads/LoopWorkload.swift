@@ -73,7 +73,7 @@ extension ChatWorkload: LoopWorkload {
         set {
             ws.metrics = newValue
             // A fresh shard from the engine has no named slots yet: a flow's are made once here.
-            if let flow, ws.metrics.named.isEmpty { ws.metrics.named = flow.namedMetrics() }
+            if flow.hasNamedMetrics && ws.metrics.named.isEmpty { ws.metrics.named = flow.namedMetrics() }
         }
     }
     public var openCount: Int { ws.openCount }

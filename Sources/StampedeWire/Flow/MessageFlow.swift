@@ -54,6 +54,9 @@ public struct MessageFlow: Sendable, Equatable {
         public var name: String
         public var match: FrameMatch
         public var measure: Measure
+        /// Whether the rule has its own latency metric and counter (the built-in chat flow's
+        /// one rule has not: chat reports `round_trip` and `fanout` only).
+        public var hasOwnMetrics = true
         public init(name: String, match: FrameMatch, measure: Measure) { self.name = name; self.match = match; self.measure = measure }
     }
 
@@ -134,7 +137,9 @@ public struct MessageFlow: Sendable, Equatable {
 
 extension MessageTemplate {
     /// Whether the template writes a `{stamp}` (so a `stamp` reply rule can measure its message).
-    public var carriesStamp: Bool { segments.contains(.placeholder(.stamp)) }
+    public var carriesStamp: Bool {
+        segments.contains { if case .placeholder(.stamp) = $0 { true } else if case .placeholder(.paddedStamp) = $0 { true } else { false } }
+    }
 }
 
 extension MessageTemplate.Placeholder {

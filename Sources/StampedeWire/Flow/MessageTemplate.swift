@@ -15,6 +15,8 @@ public struct MessageTemplate: Sendable, Equatable {
 
     public enum Placeholder: Sendable, Equatable {
         case stamp, client, clientModulo(Int), sequence, user, uuid, randomHex(Int)
+        /// `{stamp:N}`: the text stamp, then `x` up to N bytes (a message text of a fixed size).
+        case paddedStamp(Int)
         case sequenceU16, sequenceU32, clientU16, clientU32, randomBytes(Int)
         /// A capture or a secret (text only).
         case named(String)
@@ -42,7 +44,7 @@ public struct MessageTemplate: Sendable, Equatable {
 
     enum Op: Sendable, Equatable {
         case literal(start: Int, count: Int)
-        case textStamp, binaryStamp, client, clientModulo(Int), sequence, user, uuid, randomHex(Int)
+        case textStamp, paddedTextStamp(Int), binaryStamp, client, clientModulo(Int), sequence, user, uuid, randomHex(Int)
         case sequenceU16, sequenceU32, clientU16, clientU32, randomBytes(Int)
         case named(slot: Int)
     }
@@ -101,6 +103,7 @@ public struct MessageTemplate: Sendable, Equatable {
     static func op(_ p: Placeholder, _ encoding: Encoding) -> Op {
         switch p {
         case .stamp: encoding == .text ? .textStamp : .binaryStamp
+        case .paddedStamp(let n): .paddedTextStamp(n)
         case .client: .client
         case .clientModulo(let n): .clientModulo(n)
         case .sequence: .sequence

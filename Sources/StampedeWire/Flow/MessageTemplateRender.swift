@@ -64,6 +64,7 @@ extension MessageTemplate {
         switch op {
         case .literal(_, let count): count
         case .textStamp: FlowStamp.textLength(v.stamp)
+        case .paddedTextStamp(let n): max(n, FlowStamp.textLength(v.stamp))
         case .binaryStamp: FlowStamp.binaryLength
         case .client: decimalLength(v.client)
         case .clientModulo(let n): decimalLength(modulo(v.client, n))
@@ -83,6 +84,11 @@ extension MessageTemplate {
             if let base = literals.baseAddress { out.copyMemory(from: base + start, byteCount: count) }
             return count
         case .textStamp: return FlowStamp.writeText(v.stamp, into: out)
+        case .paddedTextStamp(let n):
+            let written = FlowStamp.writeText(v.stamp, into: out)
+            guard written < n else { return written }
+            (out + written).initializeMemory(as: UInt8.self, repeating: UInt8(ascii: "x"), count: n - written)
+            return n
         case .binaryStamp:
             FlowStamp.writeBinary(v.stamp, into: out)
             return FlowStamp.binaryLength

@@ -10,6 +10,8 @@ struct TemplateParser {
 
     /// Random parts longer than this are surely a typo, and would make frames huge.
     static let maxRandomLength = 4096
+    /// `{stamp:N}`: as large as a scenario's `message.size` may be.
+    static let maxPaddedStampLength = 16_777_216
 
     init(bytes: [UInt8], encoding: MessageTemplate.Encoding) {
         self.bytes = bytes
@@ -143,6 +145,9 @@ struct TemplateParser {
             }
         }
         switch name {
+        case "stamp" where colon:
+            guard let n = count(Self.maxPaddedStampLength) else { throw unknown("write {stamp:N} with N from 1 to \(Self.maxPaddedStampLength): the stamp padded to N bytes") }
+            return .paddedStamp(n)
         case "stamp", "user", "uuid", "sequence":
             guard separator == nil else {
                 throw unknown(name == "sequence" ? "fixed-width {sequence:u16|u32} is for binary templates" : "{\(name)} takes no argument")

@@ -32,7 +32,7 @@ extension ChatWorkload {
                 ws.schedule(at: deadline, token: TimerToken(TimerKind.flowStep, slot: k, epoch: flowConnections[k].epoch))
                 return
             case .ready:
-                ws.metrics.named.record(flow.connectFlowSlot, nanoseconds: EventLoop.now() &- flowConnections[k].upgradedNs)
+                if let slot = flow.connectFlowSlot { ws.metrics.named.record(slot, nanoseconds: EventLoop.now() &- flowConnections[k].upgradedNs) }
                 ws.ready(k)
                 clientReady(k)
                 return
@@ -42,7 +42,7 @@ extension ChatWorkload {
 
     /// An expect step's timer: the step is still waiting, so the connect failed.
     func flowStepTimedOut(_ k: Int, epoch: UInt32) {
-        guard let flow, flowConnections[k].epoch == epoch, !flowConnections[k].session.isReady, ws.state(of: k) == .open else { return }
+        guard flowConnections[k].epoch == epoch, !flowConnections[k].session.isReady, ws.state(of: k) == .open else { return }
         failStep(k, flow, .expectTimeout)
     }
 
@@ -127,7 +127,7 @@ extension ChatWorkload {
 
     /// A reply rule took the frame: measured by its correlated message or its stamp.
     func replyReceived(_ k: Int, _ flow: FlowProgram, rule i: Int, payload: UnsafeRawBufferPointer) {
-        ws.metrics.named.count(flow.replyCounter(i))
+        if let slot = flow.replyCounterSlot[i] { ws.metrics.named.count(slot) }
         let rule = flow.spec.replies[i]
         let nowLocal = EventLoop.now()
         switch rule.measure {
@@ -181,8 +181,8 @@ extension ChatWorkload {
 
     /// Every quarter of the reply timeout (at most every 250 ms): messages past it are lost (`no_reply`).
     func replySweep(_ flow: FlowProgram, now: UInt64) {
-        guard now > flow.replyTimeoutNs else { return }
-        let cutoff = now - flow.replyTimeoutNs
+        guard let timeout = flow.replyTimeoutNs, now > timeout else { return }
+        let cutoff = now - timeout
         for k in pending.indices where outstanding[k] > 0 {
             let n = pending[k].expire(sentAtOrBefore: cutoff)
             guard n > 0 else { continue }
@@ -195,5 +195,5 @@ extension ChatWorkload {
         }
     }
 
-    var replySweepIntervalNs: UInt64 { min(250_000_000, max(1_000_000, (flow?.replyTimeoutNs ?? 0) / 4)) }
+    var replySweepIntervalNs: UInt64 { min(250_000_000, max(1_000_000, (flow.replyTimeoutNs ?? 0) / 4)) }
 }

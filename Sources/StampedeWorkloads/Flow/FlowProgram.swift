@@ -16,9 +16,16 @@ final class FlowProgram: @unchecked Sendable {
     let cumulativeWeights: [Int]
     /// Per reply rule: its latency slots (`<name>`, then `<name>_uncorrected` right after), or nil.
     let replyLatencySlot: [Int?]
-    /// The `connect_flow` latency slot.
-    let connectFlowSlot: Int
-    let replyTimeoutNs: UInt64
+    /// The `connect_flow` latency slot (nil: a flow without connect steps).
+    let connectFlowSlot: Int?
+    /// Per reply rule: its counter slot, or nil (a rule without metrics of its own).
+    let replyCounterSlot: [Int?]
+    /// Where the respond rules' counters start (the ignore rules' follow).
+    let respondCounterBase: Int
+    /// nil: messages wait for their replies until the drain ends.
+    let replyTimeoutNs: UInt64?
+    /// Whether the flow has named latencies or counters (the built-in chat flow has none).
+    let hasNamedMetrics: Bool
     /// Per connect step: its expect timeout (0 for a send step).
     let stepTimeoutNs: [UInt64]
 
@@ -35,12 +42,20 @@ final class FlowProgram: @unchecked Sendable {
         cumulativeWeights = spec.sends.map { total += $0.weight; return total }
         var slot = 0
         replyLatencySlot = spec.replies.map { rule in
-            guard rule.measure != .none else { return nil }
+            guard rule.measure != .none, rule.hasOwnMetrics else { return nil }
             defer { slot += 2 }
             return slot
         }
-        connectFlowSlot = slot
-        replyTimeoutNs = UInt64(spec.replyTimeoutSeconds * 1e9)
+        connectFlowSlot = spec.connect.isEmpty ? nil : slot
+        var counter = 0
+        replyCounterSlot = spec.replies.map { rule in
+            guard rule.hasOwnMetrics else { return nil }
+            defer { counter += 1 }
+            return counter
+        }
+        respondCounterBase = counter
+        replyTimeoutNs = spec.replyTimeoutSeconds.map { UInt64($0 * 1e9) }
+        hasNamedMetrics = !spec.latencyKeys.isEmpty || !spec.counterKeys.isEmpty
         stepTimeoutNs = spec.connect.map { step in
             if case .expect(let e) = step { UInt64(e.timeoutSeconds * 1e9) } else { 0 }
         }
@@ -77,10 +92,9 @@ final class FlowProgram: @unchecked Sendable {
         FlowValueTable(captureCount: spec.captures.count, secrets: UnsafeBufferPointer(secretBuffers))
     }
 
-    /// Counter slots: replies, then respond rules, then ignore rules.
-    func replyCounter(_ i: Int) -> Int { i }
-    func respondCounter(_ i: Int) -> Int { spec.replies.count + i }
-    func ignoreCounter(_ i: Int) -> Int { spec.replies.count + spec.responds.count + i }
+    /// Counter slots: replies (those with metrics of their own), then respond rules, then ignore rules.
+    func respondCounter(_ i: Int) -> Int { respondCounterBase + i }
+    func ignoreCounter(_ i: Int) -> Int { respondCounterBase + spec.responds.count + i }
 
     /// The send entry for a uniform draw in [0, 1).
     @inline(__always)
