@@ -77,7 +77,10 @@ public struct WebSocketCloseHandshake: Sendable, Equatable {
     public private(set) var failure: WebSocketFailure? = nil
     /// The Close the peer started (not its answer to ours), with its reason: what the results
     /// count in `close_codes`. nil when the peer never started one.
-    public private(set) var peerClose: WebSocketPeerClose? = nil
+    public var peerClose: WebSocketPeerClose? { peerReason.map { WebSocketPeerClose(code: receivedCode, reason: $0.text) } }
+    /// The reason of a Close the peer started, behind one reference: every connection carries
+    /// this record, and only a peer-started close needs the text (its code is `receivedCode`).
+    private var peerReason: PeerCloseReason? = nil
 
     public init(role: Role) { self.role = role }
 
@@ -109,7 +112,7 @@ public struct WebSocketCloseHandshake: Sendable, Equatable {
         case .open:
             closeReceived = true
             receivedCode = code
-            peerClose = WebSocketPeerClose(code: code, reason: reason)
+            peerReason = PeerCloseReason(reason)
             state = .closed
             let echo = WebSocketClosePayload(code: code)
             sent = echo
@@ -148,6 +151,13 @@ public struct WebSocketCloseHandshake: Sendable, Equatable {
         }
         return sent == nil ? .abnormal : .clean(code: nil)
     }
+}
+
+/// The text of a peer-started Close's reason, boxed (see `WebSocketCloseHandshake.peerReason`).
+final class PeerCloseReason: Sendable, Equatable {
+    let text: String
+    init(_ text: String) { self.text = text }
+    static func == (a: PeerCloseReason, b: PeerCloseReason) -> Bool { a.text == b.text }
 }
 
 /// A Close the peer started: its status code and reason, as the results count it

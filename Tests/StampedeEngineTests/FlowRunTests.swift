@@ -51,7 +51,7 @@ struct FlowRunTests {
         #expect(o.exitCode == 0)
         expectExactAccounting(o, clients: 30)
         #expect(o.summary.latencyMicros["broadcast"]?.count == o.summary.messages.delivered)
-        #expect(o.summary.latencyMicros["connect_flow"]?.count == 30)
+        #expect(o.summary.latencyMicros["connect_flow"] == nil, "no connect steps, nothing to time")
     }
 
     @Test func theChatFlowAndTheChatWorkloadGiveTheSameFiguresAgainstPythonWebsockets() throws {
@@ -240,6 +240,6 @@ struct FlowRunTests {
         #expect(summary.workers?.count == 2)
         #expect(summary.messages.accountingClosed && summary.messages.lost == 0 && summary.messages.fanoutMissing == 0)
         #expect(summary.latencyMicros["broadcast"]?.count == summary.messages.delivered)
-        #expect(summary.latencyMicros["connect_flow"]?.count == 40)
+        #expect(summary.latencyMicros["connect_flow"] == nil, "the chat flow has no connect steps")
     }
 }
