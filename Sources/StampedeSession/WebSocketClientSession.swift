@@ -169,13 +169,17 @@ public struct WebSocketClientSession: Sendable {
     }
 
     /// TCP is up: builds the upgrade request with `key` (RFC 6455 §4.1) and asks for the
-    /// upgrade timeout.
+    /// upgrade timeout. A request that cannot be written safely (a CR or LF in a header value
+    /// that came from a server, such as a negotiated access token) ends the attempt as
+    /// `upgradeInvalid` instead of injecting lines.
     public mutating func connected(now: UInt64, key: String) -> Action {
         guard state == .connecting else { return .none }
         let c = configuration
         self.key = key
-        upgradeRequest = WebSocketHandshake.request(host: c.host, port: c.port, path: c.path, key: key,
-                                                    subprotocol: c.subprotocol, headers: c.headers)
+        let request = WebSocketHandshake.request(host: c.host, port: c.port, path: c.path, key: key,
+                                                 subprotocol: c.subprotocol, headers: c.headers)
+        guard request.validate() else { return end(.upgradeInvalid, closeTransport: true) }
+        upgradeRequest = request.headBytes()
         state = .upgrading
         upgradeStartedNs = now
         deadline = now + c.upgradeTimeoutNs
@@ -240,27 +244,19 @@ public struct WebSocketClientSession: Sendable {
     }
 
     mutating func upgradeResponse(_ buffer: UnsafeMutableRawBufferPointer) -> (action: Action, consumed: Int) {
-        switch WebSocketHandshake.parseHead(UnsafeRawBufferPointer(buffer), isResponse: true) {
-        case .needMore:
-            return (.needMore, 0)
-        case .invalid:
+        switch WebSocketHandshake.parseResponse(UnsafeRawBufferPointer(buffer), key: key, requestedSubprotocol: configuration.subprotocol) {
+        case .needMore(let consumed):
+            return (.needMore, consumed)
+        case .answer(.rejected(let status), _):
+            return (end(.upgradeRejected(status: status), closeTransport: true), buffer.count)
+        case .answer(.invalid, _):
             return (end(.upgradeInvalid, closeTransport: true), buffer.count)
-        case .head(let head):
-            // The head-size limit holds however the head arrived (parseHead applies it only
-            // while the blank line is missing), so input split differently ends the same.
-            guard head.length <= WebSocketHandshake.maxHeadBytes else { return (end(.upgradeInvalid, closeTransport: true), buffer.count) }
-            switch WebSocketHandshake.validateResponse(head, key: key, requestedSubprotocol: configuration.subprotocol) {
-            case .rejected(let status):
-                return (end(.upgradeRejected(status: status), closeTransport: true), buffer.count)
-            case .invalid:
-                return (end(.upgradeInvalid, closeTransport: true), buffer.count)
-            case .accepted(let chosen):
-                subprotocol = chosen
-                state = .open
-                deadline = 0
-                releaseUpgradeScratch()
-                return (.opened, head.length)
-            }
+        case .answer(.accepted(let chosen), let length):
+            subprotocol = chosen
+            state = .open
+            deadline = 0
+            releaseUpgradeScratch()
+            return (.opened, length)
         }
     }
 

@@ -65,4 +65,25 @@ struct HubNegotiateTests {
         let seen = try #require(try JSONSerialization.jsonObject(with: Data(report.utf8)) as? [String: Any])
         #expect(seen["loop_requests"] as? Int == 101)
     }
+
+    /// A misbehaving server's redirect URL that the target parser refuses is a negotiate failure,
+    /// not a connection attempt: each of these names a loopback port that nothing listens on, so
+    /// following it would have been counted as a connect failure instead.
+    @Test(arguments: ["http://127.0.0.1:99999/hub", "http://user@127.0.0.1:1/hub", "http://127.0.0.1:1/h ub",
+                      "http://127.0.0.1:1/hub#top", "http://127.0.0.1:1:2/hub", "ws://127.0.0.1:1/hub"])
+    func aRedirectURLTheTargetParserRefusesIsCountedAsNegotiateFailed(_ final: String) throws {
+        let python = try peerPython("websockets")
+        let redirector = try BackgroundProcess(python, [repositoryRoot.appendingPathComponent("Tests/peers/negotiate_redirect.py").path,
+                                                        "--final", final, "--max-seconds", "60"])
+        defer { redirector.stop() }
+        let line = try redirector.waitForLine(prefix: "LISTENING ", timeout: 30)
+        let port = try #require(Int(line.dropFirst("LISTENING ".count)))
+        let s = hubScenario("redirect-bad-url", target: .http(url: WebSocketURL(host: "127.0.0.1", port: port, path: "/first")),
+                            transport: .webSockets, protocolKind: .json, clients: 1, duration: 0.5, operation: .none,
+                            method: "Echo", arguments: [])
+        let o = try run(s)
+        #expect(o.exitCode == 1)
+        #expect(o.summary.errors["negotiate_failed"] == 1, "\(o.summary.errors)")
+        #expect(o.summary.connections.connected == 0)
+    }
 }
