@@ -176,9 +176,9 @@ public struct WebSocketClientSession: Sendable {
         guard state == .connecting else { return .none }
         let c = configuration
         self.key = key
-        let request = WebSocketHandshake.request(host: c.host, port: c.port, path: c.path, key: key,
-                                                 subprotocol: c.subprotocol, headers: c.headers)
-        guard request.validate() else { return end(.upgradeInvalid, closeTransport: true) }
+        guard let request = WebSocketHandshake.request(host: c.host, port: c.port, path: c.path, key: key,
+                                                       subprotocol: c.subprotocol, headers: c.headers),
+              request.validate() else { return end(.upgradeInvalid, closeTransport: true) }
         upgradeRequest = request.headBytes()
         state = .upgrading
         upgradeStartedNs = now

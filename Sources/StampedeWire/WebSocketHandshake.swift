@@ -26,9 +26,15 @@ public enum WebSocketHandshake {
 
     /// The client's upgrade request (§4.1): GET `path` with Upgrade, Connection, the key, the
     /// version, the subprotocol when one is asked for, then `headers` in order. The Host field
-    /// leaves out port 80 and brackets IPv6 literals (`HTTPClientRequest.hostValue`).
+    /// leaves out port 80 and brackets IPv6 literals (`HTTPClientRequest.hostValue`). nil when a
+    /// field cannot be written as one line: a name that is not a token, or a CR, LF or NUL in a
+    /// value (a header can carry a server's access token, and a line break there would inject
+    /// lines that `HTTPClientRequest.validate()` cannot tell from ours).
     public static func request(host: String, port: Int, path: String, key: String, subprotocol: String?,
-                               headers: [(String, String)]) -> HTTPClientRequest {
+                               headers: [(String, String)]) -> HTTPClientRequest? {
+        func oneLine(_ value: String) -> Bool { !value.utf8.contains { $0 == HTTPBytes.cr || $0 == HTTPBytes.lf || $0 == 0 } }
+        guard oneLine(key), subprotocol.map(oneLine) ?? true,
+              headers.allSatisfy({ !$0.0.isEmpty && $0.0.utf8.allSatisfy(HTTPBytes.isTokenChar) && oneLine($0.1) }) else { return nil }
         var lines = "Sec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n"
         if let p = subprotocol { lines += "Sec-WebSocket-Protocol: \(p)\r\n" }
         for (n, v) in headers { lines += "\(n): \(v)\r\n" }

@@ -11,7 +11,7 @@ import Testing
         "http://127.0.0.1/h ub", "http://127.0.0.1/hub?a=b c", "http://127.0.0.1/hub\r\nX-Injected: 1",
         "http://user@127.0.0.1/hub", "http://user:pass@127.0.0.1:8080/hub", "http://127.0.0.1/hub#fragment",
         "http://::1:80/hub", "http://[::1/hub", "http://[fe80::1%eth0]/hub", "http://[::1]x/hub", "http:///hub",
-        "http://127.1/hub", "http://0127.0.0.1/hub", "http://bad_host!/hub", "ws://127.0.0.1/hub", "ftp://127.0.0.1/hub", "127.0.0.1/hub",
+        "http://127.1/hub", "http://0127.0.0.1/hub", "http://bad_host!/hub", "ftp://127.0.0.1/hub", "127.0.0.1/hub",
     ]
 
     @Test(arguments: refused)
@@ -29,6 +29,8 @@ import Testing
         // A redirect never changes the run's TLS settings.
         #expect(HubURL.parse("https://127.0.0.1/hub", secure: false) == nil)
         #expect(HubURL.parse("http://127.0.0.1/hub", secure: true) == nil)
+        // A WebSocket URL is a target, but not a hub's base URL.
+        #expect(HubURL.parse("ws://127.0.0.1/hub", secure: false) == nil)
     }
 }
 
