@@ -43,6 +43,9 @@ public struct WebSocketClientSession: Sendable {
         public var path: String
         public var subprotocol: String?
         public var headers: [(String, String)]
+        /// More header lines already rendered (each `name: value` CRLF), sent after `headers`:
+        /// a hub client's scenario headers, rendered once for all its HTTP requests.
+        public var headerLines: [UInt8]
         /// Time allowed for the 101 once the request is written.
         public var upgradeTimeoutNs: UInt64
         /// Time allowed for the peer to finish a close handshake and drop TCP.
@@ -50,9 +53,10 @@ public struct WebSocketClientSession: Sendable {
         /// Largest message accepted; larger fails the connection with 1009.
         public var maxMessageBytes: Int
 
-        public init(host: String, port: Int, path: String, subprotocol: String? = nil, headers: [(String, String)] = [],
+        public init(host: String, port: Int, path: String, subprotocol: String? = nil, headers: [(String, String)] = [], headerLines: [UInt8] = [],
                     upgradeTimeoutNs: UInt64, closeTimeoutNs: UInt64, maxMessageBytes: Int) {
             self.host = host; self.port = port; self.path = path; self.subprotocol = subprotocol; self.headers = headers
+            self.headerLines = headerLines
             self.upgradeTimeoutNs = upgradeTimeoutNs; self.closeTimeoutNs = closeTimeoutNs; self.maxMessageBytes = maxMessageBytes
         }
     }
@@ -177,7 +181,7 @@ public struct WebSocketClientSession: Sendable {
         let c = configuration
         self.key = key
         guard let request = WebSocketHandshake.request(host: c.host, port: c.port, path: c.path, key: key,
-                                                       subprotocol: c.subprotocol, headers: c.headers),
+                                                       subprotocol: c.subprotocol, headers: c.headers, headerLines: c.headerLines),
               request.validate() else { return end(.upgradeInvalid, closeTransport: true) }
         upgradeRequest = request.headBytes()
         state = .upgrading
@@ -267,11 +271,13 @@ public struct WebSocketClientSession: Sendable {
         key = ""
         configuration.path = ""
         configuration.headers = []
+        configuration.headerLines = []
     }
 
     /// Whether the upgrade's scratch is still held (false once open).
     public var holdsUpgradeScratch: Bool {
         upgradeRequest.capacity > 0 || !key.isEmpty || !configuration.path.isEmpty || !configuration.headers.isEmpty
+            || !configuration.headerLines.isEmpty
     }
 
     /// Frames until one calls for an action (`WebSocketReceiver.nextStep`, shared with the server).

@@ -25,13 +25,14 @@ public enum WebSocketHandshake {
     // MARK: Client
 
     /// The client's upgrade request (§4.1): GET `path` with Upgrade, Connection, the key, the
-    /// version, the subprotocol when one is asked for, then `headers` in order. The Host field
+    /// version, the subprotocol when one is asked for, then `headers` in order and the
+    /// pre-rendered `headerLines` (checked by `HTTPClientRequest.validate()`). The Host field
     /// leaves out port 80 and brackets IPv6 literals (`HTTPClientRequest.hostValue`). nil when a
     /// field cannot be written as one line: a name that is not a token, or a CR, LF or NUL in a
     /// value (a header can carry a server's access token, and a line break there would inject
     /// lines that `HTTPClientRequest.validate()` cannot tell from ours).
     public static func request(host: String, port: Int, path: String, key: String, subprotocol: String?,
-                               headers: [(String, String)]) -> HTTPClientRequest? {
+                               headers: [(String, String)], headerLines: [UInt8] = []) -> HTTPClientRequest? {
         func oneLine(_ value: String) -> Bool { !value.utf8.contains { $0 == HTTPBytes.cr || $0 == HTTPBytes.lf || $0 == 0 } }
         guard oneLine(key), subprotocol.map(oneLine) ?? true,
               headers.allSatisfy({ !$0.0.isEmpty && $0.0.utf8.allSatisfy(HTTPBytes.isTokenChar) && oneLine($0.1) }) else { return nil }
@@ -39,7 +40,7 @@ public enum WebSocketHandshake {
         if let p = subprotocol { lines += "Sec-WebSocket-Protocol: \(p)\r\n" }
         for (n, v) in headers { lines += "\(n): \(v)\r\n" }
         var r = HTTPClientRequest(method: .get, target: Array(path.utf8), host: HTTPClientRequest.hostValue(host: host, port: port, defaultPort: 80),
-                                  extraHeaderLines: Array(lines.utf8))
+                                  extraHeaderLines: Array(lines.utf8) + headerLines)
         r.upgrade = .webSocket
         return r
     }

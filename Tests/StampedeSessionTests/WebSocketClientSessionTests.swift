@@ -103,6 +103,24 @@ private func close(_ body: [UInt8]) -> [UInt8] { frameFor(.client, opcode: 8, pa
         #expect(s.upgradeRequest.isEmpty && s.state == .ended)
     }
 
+    @Test func preRenderedHeaderLinesFollowTheHeadersAndAreReleasedOnceOpen() {
+        var c = configuration()
+        c.headers = [("Authorization", "Bearer t")]
+        c.headerLines = Array("X-Tenant: t1\r\n".utf8)
+        var s = WebSocketClientSession(configuration: c)
+        _ = s.connected(now: 1, key: exampleKey)
+        #expect(String(decoding: s.upgradeRequest, as: UTF8.self).hasSuffix("Authorization: Bearer t\r\nX-Tenant: t1\r\n\r\n"))
+        #expect(s.feed(switchingProtocols(key: exampleKey), now: 1) == [.opened])
+        #expect(!s.holdsUpgradeScratch)
+    }
+
+    @Test func malformedPreRenderedHeaderLinesEndTheAttemptAsUpgradeInvalid() {
+        var c = configuration()
+        c.headerLines = Array("X-Tenant t1\r\n".utf8)
+        var s = WebSocketClientSession(configuration: c)
+        #expect(s.connected(now: 1, key: exampleKey) == .ended(.upgradeInvalid, closeTransport: true))
+    }
+
     @Test func noAnswerWithinTheUpgradeTimeout() {
         var clock = FakeClock()
         var s = upgrading(clock)

@@ -226,16 +226,11 @@ extension HubClients {
             clients[k].connections.mainState = .wsUpgrade
             var headers: [(String, String)] = []
             if !plan.spec.tokenInQuery, let t = clients[k].endpoint.accessToken(configured: plan.accessToken) { headers.append(("Authorization", "Bearer " + t)) }
-            let extra = String(decoding: plan.extraHeaderLines, as: UTF8.self)
-            for line in extra.split(separator: "\r\n") {
-                if let colon = line.firstIndex(of: ":") {
-                    headers.append((String(line[..<colon]), String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)))
-                }
-            }
             // The hub's own timers bound the upgrade and the close (the handshake and close
             // timeouts), so the session's deadlines are not armed.
             var webSocket = WebSocketClientSession(configuration: .init(
                 host: clients[k].endpoint.base.host, port: clients[k].endpoint.base.port, path: transportTarget(k, forStream: true), headers: headers,
+                headerLines: plan.extraHeaderLines,
                 upgradeTimeoutNs: .max / 4, closeTimeoutNs: .max / 4, maxMessageBytes: plan.maxMessageBytes))
             if case .ended = webSocket.connected(now: EventLoop.now(), random: &random) {
                 // A header that cannot be written safely (a server's token with a line break).
