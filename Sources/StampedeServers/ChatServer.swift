@@ -122,39 +122,43 @@ public final class ChatServer: EventLoopHandler, FaultTarget, SharedBroadcasts, 
         guard i < peers.count, var peer = peers[i] else { return buffer.count }
         var offset = 0
         if peer.state == .upgrading {
-            switch WebSocketHandshake.parseHead(UnsafeRawBufferPointer(buffer), isResponse: false) {
-            case .needMore:
-                limits.requestStarted(id, loop)
-                return 0
-            case .invalid:
+            // A fresh parser per read: the head stays in the buffer until it is complete, and
+            // a parser kept per connection would cost every idle peer its size.
+            var parser = HTTPRequestParser(maxHeadBytes: WebSocketHandshake.maxHeadBytes)
+            let request = UnsafeRawBufferPointer(buffer)
+            let (event, consumed) = parser.next(request)
+            guard case .head(let head) = event else {
+                if event == .needMore {
+                    limits.requestStarted(id, loop)
+                    return 0
+                }
                 reject(id, status: 400, reason: "Bad Request")
                 return buffer.count
-            case .head(let head):
-                if let retryAfter = faults.rejectingSecondsLeft() {
-                    statistics.requestsRejected += 1
-                    peers[i] = nil
-                    FaultState.writeUnavailable(loop, id, retryAfter: retryAfter)
-                    return buffer.count
-                }
-                let target = head.target.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.target
-                guard target == path else {
-                    reject(id, status: 404, reason: "Not Found")
-                    return buffer.count
-                }
-                switch WebSocketHandshake.validateRequest(head) {
-                case .failure(let e):
-                    reject(id, status: e.status, reason: e.reason)
-                    return buffer.count
-                case .success(let key):
-                    WebSocketHandshake.switchingProtocols(key: key).withUnsafeBytes { loop.write(id, $0) }
-                    limits.noDeadline(id, loop)
-                    peer.state = .open
-                    peer.openIndex = openPeers.count
-                    openPeers.append(id)
-                    statistics.upgraded += 1
-                    statistics.open += 1
-                    offset = head.length
-                }
+            }
+            if let retryAfter = faults.rejectingSecondsLeft() {
+                statistics.requestsRejected += 1
+                peers[i] = nil
+                FaultState.writeUnavailable(loop, id, retryAfter: retryAfter)
+                return buffer.count
+            }
+            guard UnsafeRawBufferPointer(rebasing: request[head.path(in: request)]).elementsEqual(path.utf8) else {
+                reject(id, status: 404, reason: "Not Found")
+                return buffer.count
+            }
+            switch WebSocketHandshake.validateRequest(head, in: request) {
+            case .failure(let problem):
+                reject(id, status: problem.status, reason: problem.reason)
+                return buffer.count
+            case .success(let key):
+                let keyText = String(decoding: UnsafeRawBufferPointer(rebasing: request[key]), as: UTF8.self)
+                WebSocketHandshake.switchingProtocols(key: keyText).withUnsafeBytes { loop.write(id, $0) }
+                limits.noDeadline(id, loop)
+                peer.state = .open
+                peer.openIndex = openPeers.count
+                openPeers.append(id)
+                statistics.upgraded += 1
+                statistics.open += 1
+                offset = consumed
             }
         }
         peers[i] = peer
@@ -281,7 +285,7 @@ public final class ChatServer: EventLoopHandler, FaultTarget, SharedBroadcasts, 
 
     // MARK: Chat
 
-    func reject(_ id: ConnectionID, status: Int, reason: String) {
+    func reject(_ id: ConnectionID, status: Int, reason: StaticString) {
         statistics.rejectedUpgrades += 1
         WebSocketHandshake.errorResponse(status: status, reason: reason).withUnsafeBytes { loop.write(id, $0) }
         peers[Int(id.index)] = nil

@@ -43,6 +43,9 @@ public struct WebSocketClientSession: Sendable {
         public var path: String
         public var subprotocol: String?
         public var headers: [(String, String)]
+        /// More header lines already rendered (each `name: value` CRLF), sent after `headers`:
+        /// a hub client's scenario headers, rendered once for all its HTTP requests.
+        public var headerLines: [UInt8]
         /// Time allowed for the 101 once the request is written.
         public var upgradeTimeoutNs: UInt64
         /// Time allowed for the peer to finish a close handshake and drop TCP.
@@ -50,9 +53,10 @@ public struct WebSocketClientSession: Sendable {
         /// Largest message accepted; larger fails the connection with 1009.
         public var maxMessageBytes: Int
 
-        public init(host: String, port: Int, path: String, subprotocol: String? = nil, headers: [(String, String)] = [],
+        public init(host: String, port: Int, path: String, subprotocol: String? = nil, headers: [(String, String)] = [], headerLines: [UInt8] = [],
                     upgradeTimeoutNs: UInt64, closeTimeoutNs: UInt64, maxMessageBytes: Int) {
             self.host = host; self.port = port; self.path = path; self.subprotocol = subprotocol; self.headers = headers
+            self.headerLines = headerLines
             self.upgradeTimeoutNs = upgradeTimeoutNs; self.closeTimeoutNs = closeTimeoutNs; self.maxMessageBytes = maxMessageBytes
         }
     }
@@ -169,13 +173,17 @@ public struct WebSocketClientSession: Sendable {
     }
 
     /// TCP is up: builds the upgrade request with `key` (RFC 6455 §4.1) and asks for the
-    /// upgrade timeout.
+    /// upgrade timeout. A request that cannot be written safely (a CR or LF in a header value
+    /// that came from a server, such as a negotiated access token) ends the attempt as
+    /// `upgradeInvalid` instead of injecting lines.
     public mutating func connected(now: UInt64, key: String) -> Action {
         guard state == .connecting else { return .none }
         let c = configuration
         self.key = key
-        upgradeRequest = WebSocketHandshake.request(host: c.host, port: c.port, path: c.path, key: key,
-                                                    subprotocol: c.subprotocol, headers: c.headers)
+        guard let request = WebSocketHandshake.request(host: c.host, port: c.port, path: c.path, key: key,
+                                                       subprotocol: c.subprotocol, headers: c.headers, headerLines: c.headerLines),
+              request.validate() else { return end(.upgradeInvalid, closeTransport: true) }
+        upgradeRequest = request.headBytes()
         state = .upgrading
         upgradeStartedNs = now
         deadline = now + c.upgradeTimeoutNs
@@ -240,27 +248,19 @@ public struct WebSocketClientSession: Sendable {
     }
 
     mutating func upgradeResponse(_ buffer: UnsafeMutableRawBufferPointer) -> (action: Action, consumed: Int) {
-        switch WebSocketHandshake.parseHead(UnsafeRawBufferPointer(buffer), isResponse: true) {
-        case .needMore:
-            return (.needMore, 0)
-        case .invalid:
+        switch WebSocketHandshake.parseResponse(UnsafeRawBufferPointer(buffer), key: key, requestedSubprotocol: configuration.subprotocol) {
+        case .needMore(let consumed):
+            return (.needMore, consumed)
+        case .answer(.rejected(let status), _):
+            return (end(.upgradeRejected(status: status), closeTransport: true), buffer.count)
+        case .answer(.invalid, _):
             return (end(.upgradeInvalid, closeTransport: true), buffer.count)
-        case .head(let head):
-            // The head-size limit holds however the head arrived (parseHead applies it only
-            // while the blank line is missing), so input split differently ends the same.
-            guard head.length <= WebSocketHandshake.maxHeadBytes else { return (end(.upgradeInvalid, closeTransport: true), buffer.count) }
-            switch WebSocketHandshake.validateResponse(head, key: key, requestedSubprotocol: configuration.subprotocol) {
-            case .rejected(let status):
-                return (end(.upgradeRejected(status: status), closeTransport: true), buffer.count)
-            case .invalid:
-                return (end(.upgradeInvalid, closeTransport: true), buffer.count)
-            case .accepted(let chosen):
-                subprotocol = chosen
-                state = .open
-                deadline = 0
-                releaseUpgradeScratch()
-                return (.opened, head.length)
-            }
+        case .answer(.accepted(let chosen), let length):
+            subprotocol = chosen
+            state = .open
+            deadline = 0
+            releaseUpgradeScratch()
+            return (.opened, length)
         }
     }
 
@@ -271,11 +271,13 @@ public struct WebSocketClientSession: Sendable {
         key = ""
         configuration.path = ""
         configuration.headers = []
+        configuration.headerLines = []
     }
 
     /// Whether the upgrade's scratch is still held (false once open).
     public var holdsUpgradeScratch: Bool {
         upgradeRequest.capacity > 0 || !key.isEmpty || !configuration.path.isEmpty || !configuration.headers.isEmpty
+            || !configuration.headerLines.isEmpty
     }
 
     /// Frames until one calls for an action (`WebSocketReceiver.nextStep`, shared with the server).

@@ -1,5 +1,9 @@
-/// The HTTP/1.1 upgrade that opens a WebSocket (RFC 6455 §4), both sides. Runs once per
-/// connection, so it may allocate; it never does I/O.
+/// The HTTP/1.1 upgrade that opens a WebSocket (RFC 6455 §4), both sides. It is HTTP like any
+/// other exchange, so it goes through the HTTP codec in `HTTP/`: the client's request is an
+/// `HTTPClientRequest`, the 101 is parsed by `HTTPResponseParser` and the request by
+/// `HTTPRequestParser`, and answers are written by `HTTPResponseWriter`. This type adds only
+/// the WebSocket fields and §4's checks. Runs once per connection, so it may allocate; it never
+/// does I/O.
 public enum WebSocketHandshake {
     static let guid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
@@ -15,154 +19,183 @@ public enum WebSocketHandshake {
         return Base64.encode(bytes)
     }
 
-    /// The client's upgrade request.
-    public static func request(host: String, port: Int, path: String, key: String, subprotocol: String?, headers: [(String, String)]) -> [UInt8] {
-        let hostHeader = (host.contains(":") ? "[\(host)]" : host) + (port == 80 ? "" : ":\(port)")
-        var s = "GET \(path) HTTP/1.1\r\nHost: \(hostHeader)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-        s += "Sec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n"
-        if let p = subprotocol { s += "Sec-WebSocket-Protocol: \(p)\r\n" }
-        for (n, v) in headers { s += "\(n): \(v)\r\n" }
-        s += "\r\n"
-        return Array(s.utf8)
-    }
-
-    /// A parsed HTTP/1.1 message head (status line or request line plus headers).
-    public struct Head: Sendable, Equatable {
-        /// Response: status code; request: 0.
-        public var status: Int
-        /// Request: method and target; response: empty.
-        public var method: String
-        public var target: String
-        public var reason: String
-        /// Header names lowercased, in order.
-        public var headers: [(name: String, value: String)]
-        /// Bytes up to and including the blank line.
-        public var length: Int
-
-        public func header(_ name: String) -> String? {
-            let lower = name.lowercased()
-            return headers.first { $0.name == lower }?.value
-        }
-        /// Whether a comma-separated header contains `token` (case-insensitive).
-        public func header(_ name: String, containsToken token: String) -> Bool {
-            guard let v = header(name) else { return false }
-            return v.split(separator: ",").contains { $0.trimmingASCIISpaces().lowercased() == token.lowercased() }
-        }
-        public static func == (a: Head, b: Head) -> Bool {
-            a.status == b.status && a.method == b.method && a.target == b.target && a.length == b.length
-                && a.headers.map { $0.name + ":" + $0.value } == b.headers.map { $0.name + ":" + $0.value }
-        }
-    }
-
-    public enum HeadParse: Sendable, Equatable {
-        case needMore
-        case head(Head)
-        case invalid(String)
-    }
-
-    /// Largest head accepted before the peer is considered broken.
+    /// Largest head accepted either way (request or answer) before the peer is considered broken.
     public static let maxHeadBytes = 16 * 1024
 
-    /// Parses an HTTP/1.1 head at the start of `bytes`.
-    public static func parseHead(_ bytes: UnsafeRawBufferPointer, isResponse: Bool) -> HeadParse {
-        guard let end = findHeadEnd(bytes) else {
-            return bytes.count > maxHeadBytes ? .invalid("HTTP head over \(maxHeadBytes) bytes") : .needMore
-        }
-        let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[0..<end]), as: UTF8.self)
-        var lines = text.split(separator: "\r\n", omittingEmptySubsequences: false).map(String.init)
-        while lines.last == "" { lines.removeLast() }
-        guard let first = lines.first else { return .invalid("empty HTTP head") }
-        var head = Head(status: 0, method: "", target: "", reason: "", headers: [], length: end)
-        let parts = first.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
-        if isResponse {
-            guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let code = Int(parts[1]), (100...599).contains(code) else {
-                return .invalid("bad status line: \(first.prefix(80))")
-            }
-            head.status = code
-            head.reason = parts.count > 2 ? parts[2] : ""
-        } else {
-            guard parts.count == 3, parts[2].hasPrefix("HTTP/1.") else { return .invalid("bad request line: \(first.prefix(80))") }
-            head.method = parts[0]
-            head.target = parts[1]
-        }
-        for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: ":") else { return .invalid("bad header line: \(line.prefix(80))") }
-            let name = String(line[..<colon]).lowercased()
-            let value = line[line.index(after: colon)...].trimmingASCIISpaces()
-            head.headers.append((name, String(value)))
-        }
-        return .head(head)
-    }
+    // MARK: Client
 
-    /// Offset just past "\r\n\r\n", if present.
-    static func findHeadEnd(_ bytes: UnsafeRawBufferPointer) -> Int? {
-        let n = bytes.count
-        guard n >= 4 else { return nil }
-        var i = 3
-        while i < n {
-            if bytes[i] == 0x0A && bytes[i - 1] == 0x0D && bytes[i - 2] == 0x0A && bytes[i - 3] == 0x0D { return i + 1 }
-            i += 1
-        }
-        return nil
+    /// The client's upgrade request (§4.1): GET `path` with Upgrade, Connection, the key, the
+    /// version, the subprotocol when one is asked for, then `headers` in order and the
+    /// pre-rendered `headerLines` (checked by `HTTPClientRequest.validate()`). The Host field
+    /// leaves out port 80 and brackets IPv6 literals (`HTTPClientRequest.hostValue`). nil when a
+    /// field cannot be written as one line: a name that is not a token, or a CR, LF or NUL in a
+    /// value (a header can carry a server's access token, and a line break there would inject
+    /// lines that `HTTPClientRequest.validate()` cannot tell from ours).
+    public static func request(host: String, port: Int, path: String, key: String, subprotocol: String?,
+                               headers: [(String, String)], headerLines: [UInt8] = []) -> HTTPClientRequest? {
+        func oneLine(_ value: String) -> Bool { !value.utf8.contains { $0 == HTTPBytes.cr || $0 == HTTPBytes.lf || $0 == 0 } }
+        guard oneLine(key), subprotocol.map(oneLine) ?? true,
+              headers.allSatisfy({ !$0.0.isEmpty && $0.0.utf8.allSatisfy(HTTPBytes.isTokenChar) && oneLine($0.1) }) else { return nil }
+        var lines = "Sec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n"
+        if let p = subprotocol { lines += "Sec-WebSocket-Protocol: \(p)\r\n" }
+        for (n, v) in headers { lines += "\(n): \(v)\r\n" }
+        var r = HTTPClientRequest(method: .get, target: Array(path.utf8), host: HTTPClientRequest.hostValue(host: host, port: port, defaultPort: 80),
+                                  extraHeaderLines: Array(lines.utf8) + headerLines)
+        r.upgrade = .webSocket
+        return r
     }
 
     /// What a client makes of the server's answer to its upgrade.
     public enum UpgradeOutcome: Sendable, Equatable {
         case accepted(subprotocol: String?)
-        /// Any status but 101.
+        /// Any final status but 101.
         case rejected(status: Int)
-        /// 101 that breaks §4.1's checks.
-        case invalid(String)
+        /// Not HTTP, or a 101 that breaks §4.1's checks.
+        case invalid(ResponseProblem)
     }
 
-    /// Checks a response head against the key that was sent (§4.1, client requirements 1–6).
-    public static func validateResponse(_ head: Head, key: String, requestedSubprotocol: String?) -> UpgradeOutcome {
-        guard head.status == 101 else { return .rejected(status: head.status) }
-        guard head.header("upgrade")?.lowercased() == "websocket" else { return .invalid("missing Upgrade: websocket") }
-        guard head.header("connection", containsToken: "upgrade") else { return .invalid("missing Connection: Upgrade") }
-        guard head.header("sec-websocket-accept") == acceptValue(forKey: key) else { return .invalid("wrong Sec-WebSocket-Accept") }
-        if head.header("sec-websocket-extensions") != nil { return .invalid("server chose an extension we did not offer") }
-        let proto = head.header("sec-websocket-protocol")
-        if let p = proto, p != requestedSubprotocol { return .invalid("server chose a subprotocol we did not offer: \(p)") }
-        return .accepted(subprotocol: proto)
+    /// Why an answer to the upgrade request is not one a client may accept.
+    public enum ResponseProblem: Sendable, Equatable {
+        /// Not an HTTP/1.1 response head (or over `maxHeadBytes`).
+        case malformed(HTTPParseError)
+        /// No `Upgrade: websocket` (§4.1 client requirement 2).
+        case missingUpgrade
+        /// No `upgrade` token in Connection (requirement 3).
+        case missingConnectionUpgrade
+        /// Sec-WebSocket-Accept absent or not the key's (requirement 4).
+        case wrongAccept
+        /// The server chose an extension we did not offer (requirement 5).
+        case unofferedExtension
+        /// The server chose a subprotocol we did not offer (requirement 6).
+        case unofferedSubprotocol
     }
 
-    /// Server side: checks an upgrade request; returns the key or why it is not an upgrade.
-    public static func validateRequest(_ head: Head) -> Result<String, UpgradeRequestError> {
-        guard head.method == "GET" else { return .failure(.init(status: 405, reason: "method must be GET")) }
-        guard head.header("upgrade")?.lowercased() == "websocket", head.header("connection", containsToken: "upgrade") else {
-            return .failure(.init(status: 426, reason: "not a WebSocket upgrade"))
+    /// One step of reading the answer.
+    public enum ResponseParse: Sendable, Equatable {
+        /// The head is not complete; drop `consumed` bytes (1xx interim answers the HTTP parser
+        /// skips, RFC 9110 §15.2) and call again with more input.
+        case needMore(consumed: Int)
+        /// The answer is decided; when accepted, `length` bytes (interim answers and the 101's
+        /// head) are the handshake's and frames follow them.
+        case answer(UpgradeOutcome, length: Int)
+    }
+
+    /// Parses and checks the answer at the start of `buffer` against the key that was sent.
+    /// Keeps no state: a head arriving in pieces is parsed again from its start, as the whole
+    /// head stays in the caller's buffer until it is complete.
+    public static func parseResponse(_ buffer: UnsafeRawBufferPointer, key: String, requestedSubprotocol: String?) -> ResponseParse {
+        var parser = HTTPResponseParser(maxHeadBytes: maxHeadBytes)
+        let (event, consumed) = parser.next(buffer)
+        switch event {
+        case .needMore:
+            return .needMore(consumed: consumed)
+        case .head(let head):
+            return .answer(validateResponse(head, in: buffer, key: key, requestedSubprotocol: requestedSubprotocol), length: consumed)
+        case .error(let e):
+            return .answer(.invalid(.malformed(e)), length: buffer.count)
+        case .body, .end:
+            // A parser's first event is never a body: only a head starts a message.
+            return .answer(.invalid(.malformed(.malformedStatusLine)), length: buffer.count)
         }
-        guard head.header("sec-websocket-version") == "13" else { return .failure(.init(status: 426, reason: "unsupported version")) }
-        guard let key = head.header("sec-websocket-key"), !key.isEmpty else { return .failure(.init(status: 400, reason: "missing Sec-WebSocket-Key")) }
+    }
+
+    /// Checks a parsed response head against the key that was sent (§4.1, client requirements 1–6).
+    public static func validateResponse(_ head: HTTPResponseHead, in buffer: UnsafeRawBufferPointer, key: String,
+                                        requestedSubprotocol: String?) -> UpgradeOutcome {
+        guard head.status == 101 else { return .rejected(status: head.status) }
+        guard let upgrade = head.value(forHeader: "Upgrade", in: buffer), HTTPFieldValue.equalsIgnoringCase("websocket", in: buffer, upgrade) else {
+            return .invalid(.missingUpgrade)
+        }
+        guard let connection = head.value(forHeader: "Connection", in: buffer), HTTPFieldValue.containsToken("upgrade", in: buffer, connection) else {
+            return .invalid(.missingConnectionUpgrade)
+        }
+        guard let accept = head.value(forHeader: "Sec-WebSocket-Accept", in: buffer),
+              UnsafeRawBufferPointer(rebasing: buffer[accept]).elementsEqual(acceptValue(forKey: key).utf8) else {
+            return .invalid(.wrongAccept)
+        }
+        if head.value(forHeader: "Sec-WebSocket-Extensions", in: buffer) != nil { return .invalid(.unofferedExtension) }
+        guard let chosen = head.value(forHeader: "Sec-WebSocket-Protocol", in: buffer) else { return .accepted(subprotocol: nil) }
+        let text = String(decoding: UnsafeRawBufferPointer(rebasing: buffer[chosen]), as: UTF8.self)
+        return text == requestedSubprotocol ? .accepted(subprotocol: text) : .invalid(.unofferedSubprotocol)
+    }
+
+    // MARK: Server
+
+    /// Why a request is not a WebSocket upgrade a server can accept (§4.2.1).
+    public enum RequestProblem: UInt8, Sendable, Error {
+        /// Not GET (§4.2.1 item 1).
+        case methodNotGET
+        /// No `websocket` in Upgrade or no `upgrade` in Connection (items 3–4).
+        case notAnUpgrade
+        /// Sec-WebSocket-Version is not 13 (item 6).
+        case unsupportedVersion
+        /// No Sec-WebSocket-Key, or an empty one (item 5).
+        case missingKey
+
+        /// The status a server answers with (405 for the method, 426 Upgrade Required where a
+        /// WebSocket client could succeed with another request, §4.2.2 item 4 and RFC 9110 §15.5.22).
+        public var status: Int {
+            switch self {
+            case .methodNotGET: 405
+            case .notAnUpgrade, .unsupportedVersion: 426
+            case .missingKey: 400
+            }
+        }
+
+        /// The reason phrase and text body of that answer.
+        public var reason: StaticString {
+            switch self {
+            case .methodNotGET: "method must be GET"
+            case .notAnUpgrade: "not a WebSocket upgrade"
+            case .unsupportedVersion: "unsupported version"
+            case .missingKey: "missing Sec-WebSocket-Key"
+            }
+        }
+    }
+
+    /// Server side: checks a parsed upgrade request; returns the key's range in `buffer`.
+    public static func validateRequest(_ head: HTTPRequestHead, in buffer: UnsafeRawBufferPointer) -> Result<Range<Int>, RequestProblem> {
+        guard head.method == .get else { return .failure(.methodNotGET) }
+        guard let upgrade = head.value(forHeader: "Upgrade", in: buffer), HTTPFieldValue.containsToken("websocket", in: buffer, upgrade),
+              let connection = head.value(forHeader: "Connection", in: buffer), HTTPFieldValue.containsToken("upgrade", in: buffer, connection) else {
+            return .failure(.notAnUpgrade)
+        }
+        guard let version = head.value(forHeader: "Sec-WebSocket-Version", in: buffer), HTTPFieldValue.equalsIgnoringCase("13", in: buffer, version) else {
+            return .failure(.unsupportedVersion)
+        }
+        guard let key = head.value(forHeader: "Sec-WebSocket-Key", in: buffer), !key.isEmpty else { return .failure(.missingKey) }
         return .success(key)
     }
 
-    public struct UpgradeRequestError: Error, Sendable, Equatable {
-        public var status: Int
-        public var reason: String
-    }
-
-    /// The server's 101 answer.
+    /// The server's 101 answer, written by `HTTPResponseWriter`.
     public static func switchingProtocols(key: String, subprotocol: String? = nil) -> [UInt8] {
-        var s = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: \(acceptValue(forKey: key))\r\n"
-        if let p = subprotocol { s += "Sec-WebSocket-Protocol: \(p)\r\n" }
-        s += "\r\n"
-        return Array(s.utf8)
+        var lines = "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: \(acceptValue(forKey: key))\r\n"
+        if let p = subprotocol { lines += "Sec-WebSocket-Protocol: \(p)\r\n" }
+        return lines.withUTF8 { extra in
+            written(capacity: 64 + extra.count) {
+                HTTPResponseWriter.writeHead(into: $0, status: 101, reason: "Switching Protocols", body: .none,
+                                             extraHeaderLines: UnsafeRawBufferPointer(extra))
+            }
+        }
     }
 
-    /// A plain HTTP error answer that closes the connection.
-    public static func errorResponse(status: Int, reason: String) -> [UInt8] {
-        let body = reason + "\n"
-        return Array("HTTP/1.1 \(status) \(reason)\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)".utf8)
+    /// A plain-text HTTP error answer (the reason is also the body) that closes the connection.
+    public static func errorResponse(status: Int, reason: StaticString) -> [UInt8] {
+        let bodyCount = reason.utf8CodeUnitCount + 1
+        return written(capacity: 128 + 2 * bodyCount) { out in
+            guard let n = HTTPResponseWriter.writeHead(into: out, status: status, reason: reason, contentType: "text/plain",
+                                                       body: .length(bodyCount), connectionClose: true) else { return nil }
+            var w = HTTPByteWriter(UnsafeMutableRawBufferPointer(rebasing: out[n...]))
+            w.append(reason)
+            w.append(byte: HTTPBytes.lf)
+            return w.result.map { n + $0 }
+        }
     }
-}
 
-extension StringProtocol {
-    func trimmingASCIISpaces() -> Substring {
-        var s = Substring(self)
-        while let f = s.first, f == " " || f == "\t" { s.removeFirst() }
-        while let l = s.last, l == " " || l == "\t" { s.removeLast() }
-        return s
+    /// What `write` put into a buffer of `capacity` bytes (empty if it did not fit).
+    static func written(capacity: Int, _ write: (UnsafeMutableRawBufferPointer) -> Int?) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: capacity) { buf, n in
+            n = write(UnsafeMutableRawBufferPointer(buf)) ?? 0
+        }
     }
 }

@@ -11,17 +11,26 @@ import Testing
 struct HubNegotiateTests {
     static let secret = "s3cr3t-token-never-in-results"
 
+    /// negotiate_redirect.py, redirecting its second hop to `final`, and its port.
+    static func startRedirector(final: String) throws -> (BackgroundProcess, Int) {
+        let redirector = try BackgroundProcess(try peerPython("websockets"), [
+            repositoryRoot.appendingPathComponent("Tests/peers/negotiate_redirect.py").path, "--final", final, "--max-seconds", "60"])
+        do {
+            let line = try redirector.waitForLine(prefix: "LISTENING ", timeout: 30)
+            return (redirector, try #require(Int(line.dropFirst("LISTENING ".count))))
+        } catch {
+            redirector.stop()
+            throw error
+        }
+    }
+
     @Test func redirectsAreFollowedWithTheirAccessTokensAndTheTokenNeverReachesTheResults() throws {
         let hubLoop = try EventLoop(index: 0)
         let hub = try HubServer(loop: hubLoop, address: .ipv4(0x7F00_0001, port: 0))
         hubLoop.start()
         defer { hubLoop.stop(); hubLoop.join() }
-        let python = try peerPython("websockets")
-        let redirector = try BackgroundProcess(python, [repositoryRoot.appendingPathComponent("Tests/peers/negotiate_redirect.py").path,
-                                                        "--final", "http://127.0.0.1:\(hub.port)/hub", "--max-seconds", "60"])
+        let (redirector, port) = try Self.startRedirector(final: "http://127.0.0.1:\(hub.port)/hub")
         defer { redirector.stop() }
-        let line = try redirector.waitForLine(prefix: "LISTENING ", timeout: 30)
-        let port = try #require(Int(line.dropFirst("LISTENING ".count)))
         var s = hubScenario("redirect", target: .http(url: WebSocketURL(host: "127.0.0.1", port: port, path: "/first")),
                             transport: .webSockets, protocolKind: .json, clients: 3, duration: 0.5, operation: .invoke,
                             method: "Echo", arguments: [.stamp])
@@ -48,12 +57,8 @@ struct HubNegotiateTests {
     }
 
     @Test func endlessRedirectsStopAfterOneHundredAsNegotiateFailures() throws {
-        let python = try peerPython("websockets")
-        let redirector = try BackgroundProcess(python, [repositoryRoot.appendingPathComponent("Tests/peers/negotiate_redirect.py").path,
-                                                        "--final", "http://127.0.0.1:1/hub", "--max-seconds", "60"])
+        let (redirector, port) = try Self.startRedirector(final: "http://127.0.0.1:1/hub")
         defer { redirector.stop() }
-        let line = try redirector.waitForLine(prefix: "LISTENING ", timeout: 30)
-        let port = try #require(Int(line.dropFirst("LISTENING ".count)))
         let s = hubScenario("redirect-loop", target: .http(url: WebSocketURL(host: "127.0.0.1", port: port, path: "/loop")),
                             transport: .webSockets, protocolKind: .json, clients: 1, duration: 0.5, operation: .none,
                             method: "Echo", arguments: [])
@@ -64,5 +69,22 @@ struct HubNegotiateTests {
         let report = try #require(redirector.lines.withLock { $0.last { $0.hasPrefix("{") } })
         let seen = try #require(try JSONSerialization.jsonObject(with: Data(report.utf8)) as? [String: Any])
         #expect(seen["loop_requests"] as? Int == 101)
+    }
+
+    /// A misbehaving server's redirect URL that the target parser refuses is a negotiate failure,
+    /// not a connection attempt: each of these names a loopback port that nothing listens on, so
+    /// following it would have been counted as a connect failure instead.
+    @Test(arguments: ["http://127.0.0.1:99999/hub", "http://user@127.0.0.1:1/hub", "http://127.0.0.1:1/h ub",
+                      "http://127.0.0.1:1/hub#top", "http://127.0.0.1:1:2/hub", "ws://127.0.0.1:1/hub"])
+    func aRedirectURLTheTargetParserRefusesIsCountedAsNegotiateFailed(_ final: String) throws {
+        let (redirector, port) = try Self.startRedirector(final: final)
+        defer { redirector.stop() }
+        let s = hubScenario("redirect-bad-url", target: .http(url: WebSocketURL(host: "127.0.0.1", port: port, path: "/first")),
+                            transport: .webSockets, protocolKind: .json, clients: 1, duration: 0.5, operation: .none,
+                            method: "Echo", arguments: [])
+        let o = try run(s)
+        #expect(o.exitCode == 1)
+        #expect(o.summary.errors["negotiate_failed"] == 1, "\(o.summary.errors)")
+        #expect(o.summary.connections.connected == 0)
     }
 }

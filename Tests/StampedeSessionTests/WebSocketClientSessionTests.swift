@@ -88,6 +88,39 @@ private func close(_ body: [UInt8]) -> [UInt8] { frameFor(.client, opcode: 8, pa
         #expect(s.feed(response, now: clock.now) == [.clientEnded(.upgradeInvalid, closeTransport: true)])
     }
 
+    @Test func anInterimAnswerBeforeThe101IsSkippedAsTheHTTPParserDoes() {
+        let clock = FakeClock()
+        var s = upgrading(clock)
+        let did = s.feed(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8) + switchingProtocols(key: exampleKey) + text("hi"), now: clock.now)
+        #expect(did == [.opened, .message(.text, Array("hi".utf8))])
+    }
+
+    @Test func aHeaderValueWithALineBreakEndsTheAttemptAsUpgradeInvalidWithNothingWritten() {
+        var c = configuration()
+        c.headers = [("Authorization", "Bearer token\r\nX-Injected: 1")]
+        var s = WebSocketClientSession(configuration: c)
+        #expect(s.connected(now: 1, key: exampleKey) == .ended(.upgradeInvalid, closeTransport: true))
+        #expect(s.upgradeRequest.isEmpty && s.state == .ended)
+    }
+
+    @Test func preRenderedHeaderLinesFollowTheHeadersAndAreReleasedOnceOpen() {
+        var c = configuration()
+        c.headers = [("Authorization", "Bearer t")]
+        c.headerLines = Array("X-Tenant: t1\r\n".utf8)
+        var s = WebSocketClientSession(configuration: c)
+        _ = s.connected(now: 1, key: exampleKey)
+        #expect(String(decoding: s.upgradeRequest, as: UTF8.self).hasSuffix("Authorization: Bearer t\r\nX-Tenant: t1\r\n\r\n"))
+        #expect(s.feed(switchingProtocols(key: exampleKey), now: 1) == [.opened])
+        #expect(!s.holdsUpgradeScratch)
+    }
+
+    @Test func malformedPreRenderedHeaderLinesEndTheAttemptAsUpgradeInvalid() {
+        var c = configuration()
+        c.headerLines = Array("X-Tenant t1\r\n".utf8)
+        var s = WebSocketClientSession(configuration: c)
+        #expect(s.connected(now: 1, key: exampleKey) == .ended(.upgradeInvalid, closeTransport: true))
+    }
+
     @Test func noAnswerWithinTheUpgradeTimeout() {
         var clock = FakeClock()
         var s = upgrading(clock)

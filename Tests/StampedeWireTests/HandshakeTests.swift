@@ -4,23 +4,45 @@ import Foundation
 
 typealias Handshake = WebSocketHandshake
 
-func parseHead(_ bytes: [UInt8], isResponse: Bool) -> Handshake.HeadParse {
-    bytes.withUnsafeBytes { Handshake.parseHead($0, isResponse: isResponse) }
-}
-
-func head(_ text: String, isResponse: Bool) throws -> Handshake.Head {
-    guard case .head(let h) = parseHead(Array(text.utf8), isResponse: isResponse) else {
-        Issue.record("not a complete head: \(text)")
-        throw HeaderMissing()
-    }
-    return h
-}
-
 let rfcKey = "dGhlIHNhbXBsZSBub25jZQ=="
 let rfcAccept = "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
 
 func response(status: String = "101 Switching Protocols", _ headers: [String]) -> String {
     "HTTP/1.1 \(status)\r\n" + headers.map { $0 + "\r\n" }.joined() + "\r\n"
+}
+
+/// What the client makes of `bytes` as the answer to an upgrade sent with `rfcKey`.
+func parseAnswer(_ bytes: [UInt8], subprotocol: String? = nil) -> Handshake.ResponseParse {
+    bytes.withUnsafeBytes { Handshake.parseResponse($0, key: rfcKey, requestedSubprotocol: subprotocol) }
+}
+
+func outcome(_ text: String, subprotocol: String? = nil) -> Handshake.UpgradeOutcome? {
+    if case .answer(let o, _) = parseAnswer(Array(text.utf8), subprotocol: subprotocol) { o } else { nil }
+}
+
+/// A request head parsed by the server's HTTP parser, with its field values as text.
+struct ParsedRequest {
+    var bytes: [UInt8]
+    var head: HTTPRequestHead
+
+    init(_ bytes: [UInt8]) throws {
+        self.bytes = bytes
+        var parser = HTTPRequestParser()
+        guard case .head(let h) = bytes.withUnsafeBytes({ parser.next($0).event }) else { throw HeaderMissing() }
+        head = h
+    }
+
+    func field(_ name: String) -> String? {
+        bytes.withUnsafeBytes { buf in head.value(forHeader: name, in: buf).map { String(decoding: buf[$0], as: UTF8.self) } }
+    }
+
+    var target: String { String(decoding: bytes[head.target], as: UTF8.self) }
+
+    func validate() -> Result<String, Handshake.RequestProblem> {
+        bytes.withUnsafeBytes { buf in
+            Handshake.validateRequest(head, in: buf).map { String(decoding: buf[$0], as: UTF8.self) }
+        }
+    }
 }
 
 @Suite struct SHA1AndBase64Tests {
@@ -78,147 +100,149 @@ func response(status: String = "101 Switching Protocols", _ headers: [String]) -
 }
 
 @Suite struct HandshakeRequestTests {
-    @Test func requestCarriesTheUpgradeHeaders() throws {
-        let bytes = Handshake.request(host: "127.0.0.1", port: 8080, path: "/chat?room=1", key: rfcKey, subprotocol: "chat.v1",
-                                      headers: [("Origin", "http://example.com"), ("X-Test", "a b")])
+    @Test func upgradeRequestIsWrittenByTheHTTPRequestWriterAndParsesAsAnUpgrade() throws {
+        let request = try #require(Handshake.request(host: "127.0.0.1", port: 8080, path: "/chat?room=1", key: rfcKey, subprotocol: "chat.v1",
+                                                     headers: [("Origin", "http://example.com"), ("X-Test", "a b")]))
+        #expect(request.validate())
+        let bytes = request.headBytes()
+        #expect(bytes.count == request.headLength(contentLength: nil))
         let text = String(decoding: bytes, as: UTF8.self)
-        #expect(text.hasPrefix("GET /chat?room=1 HTTP/1.1\r\n"))
-        #expect(text.hasSuffix("\r\n\r\n"))
-        let h = try head(text, isResponse: false)
-        #expect(h.method == "GET" && h.target == "/chat?room=1" && h.status == 0)
-        #expect(h.length == bytes.count)
-        #expect(h.header("Host") == "127.0.0.1:8080")
-        #expect(h.header("upgrade") == "websocket")
-        #expect(h.header("connection", containsToken: "Upgrade"))
-        #expect(h.header("Sec-WebSocket-Key") == rfcKey)
-        #expect(h.header("Sec-WebSocket-Version") == "13")
-        #expect(h.header("Sec-WebSocket-Protocol") == "chat.v1")
-        #expect(h.header("origin") == "http://example.com")
-        #expect(h.header("x-test") == "a b")
-        #expect(h.header("Sec-WebSocket-Extensions") == nil)
-        #expect(Handshake.validateRequest(h) == .success(rfcKey))
+        #expect(text == "GET /chat?room=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + "Sec-WebSocket-Key: \(rfcKey)\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: chat.v1\r\n"
+            + "Origin: http://example.com\r\nX-Test: a b\r\n\r\n")
+        let h = try ParsedRequest(bytes)
+        #expect(h.head.method == .get && h.target == "/chat?room=1")
+        #expect(h.head.range == 0..<bytes.count)
+        #expect(h.field("sec-websocket-protocol") == "chat.v1")
+        #expect(h.field("Sec-WebSocket-Extensions") == nil)
+        #expect(h.validate() == .success(rfcKey))
     }
 
-    @Test func requestHostHeaderOmitsPort80AndBracketsIPv6() throws {
-        let plain = try head(String(decoding: Handshake.request(host: "example.com", port: 80, path: "/", key: rfcKey, subprotocol: nil, headers: []), as: UTF8.self), isResponse: false)
-        #expect(plain.header("host") == "example.com")
-        #expect(plain.header("sec-websocket-protocol") == nil)
-        let v6 = try head(String(decoding: Handshake.request(host: "::1", port: 9000, path: "/", key: rfcKey, subprotocol: nil, headers: []), as: UTF8.self), isResponse: false)
-        #expect(v6.header("host") == "[::1]:9000")
+    @Test func upgradeRequestHostFieldOmitsPort80AndBracketsIPv6() throws {
+        let plain = try ParsedRequest(try #require(Handshake.request(host: "example.com", port: 80, path: "/", key: rfcKey, subprotocol: nil, headers: [])).headBytes())
+        #expect(plain.field("host") == "example.com")
+        #expect(plain.field("sec-websocket-protocol") == nil)
+        let v6 = try ParsedRequest(try #require(Handshake.request(host: "::1", port: 9000, path: "/", key: rfcKey, subprotocol: nil, headers: [])).headBytes())
+        #expect(v6.field("host") == "[::1]:9000")
     }
 
-    @Test func validateRequestErrors() throws {
-        func request(_ headers: [String], method: String = "GET") throws -> Handshake.Head {
-            try head("\(method) / HTTP/1.1\r\n" + headers.map { $0 + "\r\n" }.joined() + "\r\n", isResponse: false)
+    @Test(arguments: [("Authorization", "Bearer t\r\nX-Injected: 1"), ("X-Nul", "a\u{0}b"), ("X-Lf", "a\nb"), ("Bad Name", "v"), ("", "v"), ("X:Y", "v")])
+    func upgradeRequestRefusesAFieldThatIsNotOneSafeLine(_ name: String, _ value: String) {
+        #expect(Handshake.request(host: "127.0.0.1", port: 80, path: "/", key: rfcKey, subprotocol: nil, headers: [(name, value)]) == nil)
+    }
+
+    @Test func upgradeRequestRefusesALineBreakInTheSubprotocol() {
+        #expect(Handshake.request(host: "127.0.0.1", port: 80, path: "/", key: rfcKey, subprotocol: "chat\r\nX: 1", headers: []) == nil)
+    }
+
+    @Test func serverCheckOfTheUpgradeRequestNamesEachProblemWithItsStatus() throws {
+        func request(_ headers: [String], method: String = "GET") throws -> ParsedRequest {
+            try ParsedRequest(Array(("\(method) / HTTP/1.1\r\n" + headers.map { $0 + "\r\n" }.joined() + "\r\n").utf8))
         }
         let good = ["Host: x", "Upgrade: websocket", "Connection: Upgrade", "Sec-WebSocket-Key: \(rfcKey)", "Sec-WebSocket-Version: 13"]
-        #expect(Handshake.validateRequest(try request(good)) == .success(rfcKey))
-        #expect(Handshake.validateRequest(try request(["Host: x", "UPGRADE: WebSocket", "connection: keep-alive, upgrade", "sec-websocket-key: k", "Sec-WebSocket-Version: 13"])) == .success("k"))
+        #expect(try request(good).validate() == .success(rfcKey))
+        #expect(try request(["Host: x", "UPGRADE: WebSocket", "connection: keep-alive, upgrade", "sec-websocket-key: k", "Sec-WebSocket-Version: 13"]).validate() == .success("k"))
 
-        func status(_ r: Result<String, Handshake.UpgradeRequestError>) -> Int? {
-            if case .failure(let e) = r { return e.status } else { return nil }
+        func problem(_ r: ParsedRequest) -> Handshake.RequestProblem? {
+            if case .failure(let e) = r.validate() { e } else { nil }
         }
-        #expect(status(Handshake.validateRequest(try request(good, method: "POST"))) == 405)
-        #expect(status(Handshake.validateRequest(try request(good.filter { !$0.hasPrefix("Upgrade") }))) == 426)
-        #expect(status(Handshake.validateRequest(try request(good.map { $0.hasPrefix("Upgrade") ? "Upgrade: h2c" : $0 }))) == 426)
-        #expect(status(Handshake.validateRequest(try request(good.filter { !$0.hasPrefix("Connection") }))) == 426)
-        #expect(status(Handshake.validateRequest(try request(good.map { $0.hasPrefix("Sec-WebSocket-Version") ? "Sec-WebSocket-Version: 8" : $0 }))) == 426)
-        #expect(status(Handshake.validateRequest(try request(good.filter { !$0.hasPrefix("Sec-WebSocket-Version") }))) == 426)
-        #expect(status(Handshake.validateRequest(try request(good.filter { !$0.hasPrefix("Sec-WebSocket-Key") }))) == 400)
-        #expect(status(Handshake.validateRequest(try request(good.map { $0.hasPrefix("Sec-WebSocket-Key") ? "Sec-WebSocket-Key:" : $0 }))) == 400)
+        #expect(problem(try request(good, method: "POST")) == .methodNotGET)
+        #expect(problem(try request(good.filter { !$0.hasPrefix("Upgrade") })) == .notAnUpgrade)
+        #expect(problem(try request(good.map { $0.hasPrefix("Upgrade") ? "Upgrade: h2c" : $0 })) == .notAnUpgrade)
+        #expect(problem(try request(good.filter { !$0.hasPrefix("Connection") })) == .notAnUpgrade)
+        #expect(problem(try request(good.map { $0.hasPrefix("Sec-WebSocket-Version") ? "Sec-WebSocket-Version: 8" : $0 })) == .unsupportedVersion)
+        #expect(problem(try request(good.filter { !$0.hasPrefix("Sec-WebSocket-Version") })) == .unsupportedVersion)
+        #expect(problem(try request(good.filter { !$0.hasPrefix("Sec-WebSocket-Key") })) == .missingKey)
+        #expect(problem(try request(good.map { $0.hasPrefix("Sec-WebSocket-Key") ? "Sec-WebSocket-Key:" : $0 })) == .missingKey)
+        #expect(Handshake.RequestProblem.methodNotGET.status == 405)
+        #expect(Handshake.RequestProblem.notAnUpgrade.status == 426 && Handshake.RequestProblem.unsupportedVersion.status == 426)
+        #expect(Handshake.RequestProblem.missingKey.status == 400)
     }
 
-    @Test func switchingProtocolsAnswerIsAcceptedByTheClientCheck() throws {
-        let h = try head(String(decoding: Handshake.switchingProtocols(key: rfcKey), as: UTF8.self), isResponse: true)
-        #expect(h.status == 101)
-        #expect(h.header("Sec-WebSocket-Accept") == rfcAccept)
-        #expect(Handshake.validateResponse(h, key: rfcKey, requestedSubprotocol: nil) == .accepted(subprotocol: nil))
-        let p = try head(String(decoding: Handshake.switchingProtocols(key: rfcKey, subprotocol: "chat"), as: UTF8.self), isResponse: true)
-        #expect(Handshake.validateResponse(p, key: rfcKey, requestedSubprotocol: "chat") == .accepted(subprotocol: "chat"))
+    @Test func switchingProtocolsWrittenByTheHTTPWriterIsAcceptedByTheClientCheck() throws {
+        let answer = Handshake.switchingProtocols(key: rfcKey)
+        #expect(String(decoding: answer, as: UTF8.self)
+            == "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: \(rfcAccept)\r\n\r\n")
+        #expect(parseAnswer(answer) == .answer(.accepted(subprotocol: nil), length: answer.count))
+        let chat = Handshake.switchingProtocols(key: rfcKey, subprotocol: "chat")
+        #expect(parseAnswer(chat, subprotocol: "chat") == .answer(.accepted(subprotocol: "chat"), length: chat.count))
     }
 
-    @Test func errorResponseIsAWellFormedHTTPAnswer() throws {
-        let bytes = Handshake.errorResponse(status: 426, reason: "Upgrade Required")
-        let h = try head(String(decoding: bytes, as: UTF8.self), isResponse: true)
-        #expect(h.status == 426 && h.reason == "Upgrade Required")
-        #expect(h.header("content-length").flatMap(Int.init) == bytes.count - h.length)
-        #expect(h.header("connection") == "close")
+    @Test func errorResponseIsAWellFormedHTTPAnswerThatCloses() throws {
+        let bytes = Handshake.errorResponse(status: 426, reason: "not a WebSocket upgrade")
+        #expect(String(decoding: bytes, as: UTF8.self) == "HTTP/1.1 426 not a WebSocket upgrade\r\nContent-Type: text/plain\r\n"
+            + "Content-Length: 24\r\nConnection: close\r\n\r\nnot a WebSocket upgrade\n")
+        var parser = HTTPResponseParser()
+        let (event, consumed) = bytes.withUnsafeBytes { parser.next($0) }
+        guard case .head(let h) = event else { Issue.record("\(event)"); return }
+        #expect(h.status == 426 && h.connectionClose && h.body == .length(bytes.count - consumed))
     }
 }
 
-@Suite struct HeadParseTests {
-    static let responseHead = Array(response(["Upgrade: websocket", "Connection: Upgrade", "Sec-WebSocket-Accept: \(rfcAccept)", "X-Mixed-CASE:  padded value \t"]).utf8)
+@Suite struct HandshakeAnswerTests {
+    static let answerHead = Array(response(["Upgrade: websocket", "Connection: Upgrade", "Sec-WebSocket-Accept: \(rfcAccept)", "X-Mixed-CASE:  padded value \t"]).utf8)
 
-    @Test func responseSplitAtEveryOffsetNeedsMoreUntilComplete() throws {
-        let leftover = RFC6455Examples.unmaskedHello
-        let all = Self.responseHead + leftover
+    @Test func answerSplitAtEveryOffsetNeedsMoreUntilCompleteAndLeavesTheFrames() throws {
+        let all = Self.answerHead + RFC6455Examples.unmaskedHello
         for n in 0...all.count {
-            let result = parseHead(Array(all.prefix(n)), isResponse: true)
-            if n < Self.responseHead.count {
-                #expect(result == .needMore, "prefix \(n)")
+            let result = parseAnswer(Array(all.prefix(n)))
+            if n < Self.answerHead.count {
+                #expect(result == .needMore(consumed: 0), "prefix \(n)")
             } else {
-                guard case .head(let h) = result else { Issue.record("prefix \(n): \(result)"); continue }
-                #expect(h.length == Self.responseHead.count, "leftover bytes must not be consumed")
-                #expect(h.status == 101 && h.reason == "Switching Protocols")
-                #expect(h.headers.map(\.name) == ["upgrade", "connection", "sec-websocket-accept", "x-mixed-case"])
-                #expect(h.headers.map(\.value) == ["websocket", "Upgrade", rfcAccept, "padded value"])
-                #expect(h.header("X-MIXED-case") == "padded value")
+                #expect(result == .answer(.accepted(subprotocol: nil), length: Self.answerHead.count), "prefix \(n)")
             }
         }
     }
 
-    @Test func headParsingDoesNotLookPastTheBlankLine() throws {
+    @Test func answerParsingDoesNotLookPastTheBlankLine() throws {
         // A frame after the head that itself contains CRLFCRLF and colons.
         let tail = Array("\r\n\r\nnot: a header\r\n\r\n".utf8)
-        guard case .head(let h) = parseHead(Self.responseHead + tail, isResponse: true) else { Issue.record("no head"); return }
-        #expect(h.length == Self.responseHead.count)
-        #expect(h.headers.count == 4)
+        #expect(parseAnswer(Self.answerHead + tail) == .answer(.accepted(subprotocol: nil), length: Self.answerHead.count))
     }
 
-    @Test func validateResponseChecks() throws {
+    @Test func clientChecksOfThe101FollowRFC6455Section4Point1() throws {
         let good = ["Upgrade: websocket", "Connection: Upgrade", "Sec-WebSocket-Accept: \(rfcAccept)"]
-        func outcome(_ headers: [String], status: String = "101 Switching Protocols", subprotocol: String? = nil) throws -> Handshake.UpgradeOutcome {
-            Handshake.validateResponse(try head(response(status: status, headers), isResponse: true), key: rfcKey, requestedSubprotocol: subprotocol)
+        func check(_ headers: [String], status: String = "101 Switching Protocols", subprotocol: String? = nil) -> Handshake.UpgradeOutcome? {
+            outcome(response(status: status, headers), subprotocol: subprotocol)
         }
-        func isInvalid(_ o: Handshake.UpgradeOutcome) -> Bool { if case .invalid = o { true } else { false } }
-
-        #expect(try outcome(good) == .accepted(subprotocol: nil))
-        #expect(try outcome(["upgrade: WebSocket", "connection: keep-alive, Upgrade", "sec-websocket-accept: \(rfcAccept)"]) == .accepted(subprotocol: nil))
-        #expect(try outcome(good + ["Sec-WebSocket-Protocol: chat"], subprotocol: "chat") == .accepted(subprotocol: "chat"))
-        #expect(isInvalid(try outcome(good.map { $0.hasPrefix("Sec-WebSocket-Accept") ? "Sec-WebSocket-Accept: \(Handshake.acceptValue(forKey: "other"))" : $0 })))
-        #expect(isInvalid(try outcome(good.filter { !$0.hasPrefix("Sec-WebSocket-Accept") })))
-        #expect(isInvalid(try outcome(good.filter { !$0.hasPrefix("Upgrade") })))
-        #expect(isInvalid(try outcome(good.map { $0.hasPrefix("Upgrade") ? "Upgrade: h2c" : $0 })))
-        #expect(isInvalid(try outcome(good.filter { !$0.hasPrefix("Connection") })))
-        #expect(isInvalid(try outcome(good + ["Sec-WebSocket-Extensions: permessage-deflate"])))
-        #expect(isInvalid(try outcome(good + ["Sec-WebSocket-Protocol: chat"])))
-        #expect(isInvalid(try outcome(good + ["Sec-WebSocket-Protocol: other"], subprotocol: "chat")))
-        #expect(try outcome(good, status: "200 OK") == .rejected(status: 200))
-        #expect(try outcome(["Content-Length: 0"], status: "403 Forbidden") == .rejected(status: 403))
-        #expect(try outcome(good, status: "400 Bad Request") == .rejected(status: 400))
+        #expect(check(good) == .accepted(subprotocol: nil))
+        #expect(check(["upgrade: WebSocket", "connection: keep-alive, Upgrade", "sec-websocket-accept: \(rfcAccept)"]) == .accepted(subprotocol: nil))
+        #expect(check(good + ["Sec-WebSocket-Protocol: chat"], subprotocol: "chat") == .accepted(subprotocol: "chat"))
+        #expect(check(good.map { $0.hasPrefix("Sec-WebSocket-Accept") ? "Sec-WebSocket-Accept: \(Handshake.acceptValue(forKey: "other"))" : $0 }) == .invalid(.wrongAccept))
+        #expect(check(good.filter { !$0.hasPrefix("Sec-WebSocket-Accept") }) == .invalid(.wrongAccept))
+        #expect(check(good.filter { !$0.hasPrefix("Upgrade") }) == .invalid(.missingUpgrade))
+        #expect(check(good.map { $0.hasPrefix("Upgrade") ? "Upgrade: h2c" : $0 }) == .invalid(.missingUpgrade))
+        #expect(check(good.filter { !$0.hasPrefix("Connection") }) == .invalid(.missingConnectionUpgrade))
+        #expect(check(good + ["Sec-WebSocket-Extensions: permessage-deflate"]) == .invalid(.unofferedExtension))
+        #expect(check(good + ["Sec-WebSocket-Protocol: chat"]) == .invalid(.unofferedSubprotocol))
+        #expect(check(good + ["Sec-WebSocket-Protocol: other"], subprotocol: "chat") == .invalid(.unofferedSubprotocol))
+        #expect(check(good, status: "200 OK") == .rejected(status: 200))
+        #expect(check(["Content-Length: 0"], status: "403 Forbidden") == .rejected(status: 403))
+        #expect(check(good, status: "400 Bad Request") == .rejected(status: 400))
     }
 
-    @Test func malformedHeadsAreInvalid() {
-        func isInvalid(_ text: String, response: Bool) -> Bool {
-            if case .invalid = parseHead(Array(text.utf8), isResponse: response) { true } else { false }
-        }
-        #expect(isInvalid("HTTP/1.1 abc OK\r\n\r\n", response: true))
-        #expect(isInvalid("HTTP/1.1 99 Low\r\n\r\n", response: true))
-        #expect(isInvalid("HTTP/1.1 600 High\r\n\r\n", response: true))
-        #expect(isInvalid("SMTP 101 Hi\r\n\r\n", response: true))
-        #expect(isInvalid("HTTP/1.1 101 OK\r\nno colon here\r\n\r\n", response: true))
-        #expect(isInvalid("GET /\r\n\r\n", response: false))
-        #expect(isInvalid("GET / SPDY/3\r\n\r\n", response: false))
-        #expect(isInvalid("\r\n\r\n", response: true))
+    @Test func interimAnswersBeforeThe101AreSkippedAsTheHTTPParserDoes() {
+        let interim = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+        #expect(parseAnswer(interim) == .needMore(consumed: interim.count))
+        let both = interim + Self.answerHead
+        #expect(parseAnswer(both) == .answer(.accepted(subprotocol: nil), length: both.count))
+    }
+
+    @Test func malformedAnswersAreInvalidWithTheHTTPParsersReason() {
+        #expect(outcome("HTTP/1.1 abc OK\r\n\r\n") == .invalid(.malformed(.malformedStatusLine)))
+        #expect(outcome("HTTP/1.1 99 Low\r\n\r\n") == .invalid(.malformed(.malformedStatusLine)))
+        #expect(outcome("SMTP 101 Hi\r\n\r\n") == .invalid(.malformed(.malformedStatusLine)))
+        #expect(outcome("HTTP/1.1 101 OK\r\nno colon here\r\n\r\n") == .invalid(.malformed(.malformedHeader)))
+        #expect(outcome("HTTP/1.1 101 OK\r\nUpgrade : websocket\r\n\r\n") == .invalid(.malformed(.malformedHeader)))
         // A head that never ends is cut off rather than buffered forever.
         let endless = Array(("HTTP/1.1 101 OK\r\n" + String(repeating: "X-Filler: 0123456789\r\n", count: 800)).utf8)
         #expect(endless.count > Handshake.maxHeadBytes)
-        #expect(isInvalid(String(decoding: endless, as: UTF8.self), response: true))
-        #expect(parseHead(Array(endless.prefix(Handshake.maxHeadBytes)), isResponse: true) == .needMore)
+        #expect(parseAnswer(endless) == .answer(.invalid(.malformed(.headTooLarge)), length: endless.count))
+        #expect(parseAnswer(Array(endless.prefix(Handshake.maxHeadBytes - 1))) == .needMore(consumed: 0))
     }
 
-    @Test func statusWithoutReasonIsAccepted() throws {
-        let h = try head("HTTP/1.1 101\r\nUpgrade: websocket\r\n\r\n", isResponse: true)
-        #expect(h.status == 101 && h.reason == "")
+    @Test func statusWithoutReasonIsAccepted() {
+        #expect(outcome("HTTP/1.1 101\r\nUpgrade: websocket\r\nConnection: upgrade\r\nSec-WebSocket-Accept: \(rfcAccept)\r\n\r\n")
+            == .accepted(subprotocol: nil))
     }
 }

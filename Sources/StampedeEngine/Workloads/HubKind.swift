@@ -37,9 +37,7 @@ struct HubKind: WorkloadKind {
 
     func targetEndpoint(_ scenario: Scenario) throws(RunSetupError) -> ClientEndpoint {
         guard case .http(let url) = scenario.target else { throw RunSetupError("the hub workload cannot use target \(scenario.target)") }
-        let parts = url.path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
-        return .hub(addresses: try scenario.addresses(host: url.host, port: url.port),
-                    base: HubURL(host: url.host, port: url.port, path: String(parts[0]), query: parts.count > 1 ? String(parts[1]) : ""))
+        return .hub(addresses: try scenario.addresses(host: url.host, port: url.port), base: HubURL(url))
     }
 
     func makeClients(_ setup: LoopClientsSetup) throws(RunSetupError) -> any LoopWorkload {

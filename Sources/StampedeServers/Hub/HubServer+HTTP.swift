@@ -96,10 +96,9 @@ extension HubServer {
         switch head.method {
         case .get?:
             if let up = head.value(forHeader: "Upgrade", in: buf), HTTPFieldValue.containsToken("websocket", in: buf, up) {
-                guard let conn = head.value(forHeader: "Connection", in: buf), HTTPFieldValue.containsToken("upgrade", in: buf, conn),
-                      let version = head.value(forHeader: "Sec-WebSocket-Version", in: buf),
-                      HTTPFieldValue.equalsIgnoringCase("13", in: buf, version),
-                      let key = head.value(forHeader: "Sec-WebSocket-Key", in: buf), !key.isEmpty, key.count <= 64 else {
+                // Every problem is a 400 here (the route was chosen on Upgrade alone); the key is
+                // kept on the socket, so its length is bounded.
+                guard case .success(let key) = WebSocketHandshake.validateRequest(head, in: buf), key.count <= 64 else {
                     s.route = .reject(400, "Bad Request", "Invalid WebSocket upgrade request.")
                     return
                 }

@@ -123,8 +123,11 @@ public struct HTTPClientRequest: Sendable, Equatable {
     /// Extra header lines, pre-rendered, each ending in CRLF.
     public var extraHeaderLines: [UInt8]
     /// `Connection: keep-alive` when true (HTTP/1.1's default, sent for proxies and old
-    /// servers), `Connection: close` when false.
+    /// servers), `Connection: close` when false. Ignored when `upgrade` is set.
     public var keepAlive: Bool
+    /// Asks to switch protocols (RFC 9110 §7.8): `Upgrade: <protocol>` and `Connection: Upgrade`
+    /// instead of the keep-alive field, as a WebSocket opening handshake does (RFC 6455 §4.1).
+    public var upgrade: HTTPUpgradeProtocol? = nil
 
     /// Builds a request template; nothing is validated here (see `validate()`).
     public init(method: HTTPMethod, target: [UInt8], host: [UInt8], bearerToken: [UInt8]? = nil, accept: [UInt8]? = nil,
@@ -194,6 +197,14 @@ public struct HTTPClientRequest: Sendable, Equatable {
         return w.result
     }
 
+    /// The head alone as a new array, for a request sent once per connection (a WebSocket
+    /// upgrade); allocates.
+    public func headBytes(contentLength: Int? = nil) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: headLength(contentLength: contentLength)) { buf, n in
+            n = writeHead(into: UnsafeMutableRawBufferPointer(buf), contentLength: contentLength) ?? 0
+        }
+    }
+
     /// Bytes `writeHead` needs for this `contentLength`.
     public func headLength(contentLength: Int?) -> Int {
         var n = method.name.utf8CodeUnitCount + 1 + target.count + 11 // " HTTP/1.1\r\n"
@@ -205,7 +216,11 @@ public struct HTTPClientRequest: Sendable, Equatable {
             if let c = contentType { n += 14 + c.count + 2 }
             n += 16 + HTTPByteWriter.decimalDigits(UInt64(max(0, length))) + 2
         }
-        n += keepAlive ? 24 : 19
+        if let u = upgrade {
+            n += 9 + u.token.utf8CodeUnitCount + 2 + 21 // "Upgrade: " … "\r\n" "Connection: Upgrade\r\n"
+        } else {
+            n += keepAlive ? 24 : 19
+        }
         return n + extraHeaderLines.count + 2
     }
 
@@ -236,9 +251,28 @@ public struct HTTPClientRequest: Sendable, Equatable {
             w.appendDecimal(length)
             w.append("\r\n")
         }
-        w.append(keepAlive ? "Connection: keep-alive\r\n" : "Connection: close\r\n")
+        if let u = upgrade {
+            w.append("Upgrade: ")
+            w.append(u.token)
+            w.append("\r\nConnection: Upgrade\r\n")
+        } else {
+            w.append(keepAlive ? "Connection: keep-alive\r\n" : "Connection: close\r\n")
+        }
         w.append(extraHeaderLines)
         w.append("\r\n")
+    }
+}
+
+/// A protocol a client request asks to upgrade to (RFC 9110 §7.8).
+public enum HTTPUpgradeProtocol: UInt8, Sendable {
+    /// RFC 6455 §4.1.
+    case webSocket
+
+    /// The protocol's token in the Upgrade field.
+    public var token: StaticString {
+        switch self {
+        case .webSocket: "websocket"
+        }
     }
 }
 

@@ -181,7 +181,7 @@ extension HubClients {
             // The official clients give up after 100 redirects. A redirect is followed only to a
             // loopback literal: names are resolved before the run, never on the loop, and a
             // server must not be able to send the load to another machine.
-            guard clients[k].endpoint.redirects <= 100, let next = HubURL.parse(url, scheme: plan.tls == nil ? "http" : "https"), let nextAddress = SocketAddress(host: next.host, port: next.port),
+            guard clients[k].endpoint.redirects <= 100, let next = HubURL.parse(url, secure: plan.tls != nil), let nextAddress = SocketAddress(host: next.host, port: next.port),
                   nextAddress.isLoopback else {
                 fail(k, .negotiateFailed)
                 return
@@ -226,18 +226,17 @@ extension HubClients {
             clients[k].connections.mainState = .wsUpgrade
             var headers: [(String, String)] = []
             if !plan.spec.tokenInQuery, let t = clients[k].endpoint.accessToken(configured: plan.accessToken) { headers.append(("Authorization", "Bearer " + t)) }
-            let extra = String(decoding: plan.extraHeaderLines, as: UTF8.self)
-            for line in extra.split(separator: "\r\n") {
-                if let colon = line.firstIndex(of: ":") {
-                    headers.append((String(line[..<colon]), String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)))
-                }
-            }
             // The hub's own timers bound the upgrade and the close (the handshake and close
             // timeouts), so the session's deadlines are not armed.
             var webSocket = WebSocketClientSession(configuration: .init(
                 host: clients[k].endpoint.base.host, port: clients[k].endpoint.base.port, path: transportTarget(k, forStream: true), headers: headers,
+                headerLines: plan.extraHeaderLines,
                 upgradeTimeoutNs: .max / 4, closeTimeoutNs: .max / 4, maxMessageBytes: plan.maxMessageBytes))
-            _ = webSocket.connected(now: EventLoop.now(), random: &random)
+            if case .ended = webSocket.connected(now: EventLoop.now(), random: &random) {
+                // A header that cannot be written safely (a server's token with a line break).
+                fail(k, .upgradeInvalid)
+                return
+            }
             webSocket.upgradeRequest.withUnsafeBytes { loop.write(id, $0) }
             clients[k].connections.webSocket = webSocket
         case .serverSentEvents:

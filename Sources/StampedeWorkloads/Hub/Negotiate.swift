@@ -94,28 +94,19 @@ public struct HubURL: Sendable, Equatable {
         self.host = host; self.port = port; self.path = path; self.query = query
     }
 
-    /// Parses an absolute URL of `scheme` ("http" or "https": a negotiate redirect keeps the
-    /// run's scheme, since its TLS settings are the run's); nil for anything else.
-    public static func parse(_ text: String, scheme: String = "http") -> HubURL? {
-        guard text.lowercased().hasPrefix(scheme + "://") else { return nil }
-        let rest = text.dropFirst(scheme.count + 3)
-        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
-        let authority = rest[..<authorityEnd]
-        var pathAndQuery = String(rest[authorityEnd...])
-        if pathAndQuery.isEmpty || pathAndQuery.hasPrefix("?") { pathAndQuery = "/" + pathAndQuery }
-        var host = String(authority)
-        var port = scheme == "https" ? 443 : 80
-        if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") {
-            host = String(authority[authority.index(after: authority.startIndex)..<close])
-            let after = authority[authority.index(after: close)...]
-            if after.hasPrefix(":") { guard let p = Int(after.dropFirst()) else { return nil }; port = p }
-        } else if let colon = authority.lastIndex(of: ":") {
-            host = String(authority[..<colon])
-            guard let p = Int(authority[authority.index(after: colon)...]) else { return nil }
-            port = p
-        }
-        let parts = pathAndQuery.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
-        return HubURL(host: host, port: port, path: String(parts[0]), query: parts.count > 1 ? String(parts[1]) : "")
+    /// The hub at a parsed target URL: its path split at the first "?".
+    public init(_ url: WebSocketURL) {
+        let parts = url.path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        self.init(host: url.host, port: url.port, path: String(parts[0]), query: parts.count > 1 ? String(parts[1]) : "")
+    }
+
+    /// Parses an absolute `http://` URL (`https://` when `secure`: a negotiate redirect keeps
+    /// the run's scheme, since its TLS settings are the run's); nil for anything else. A
+    /// redirect URL comes from a server, so it gets the same strict parser as the scenario's
+    /// `target` (`ScenarioLoader.parseTarget`): no user info, fragment, bad port or space.
+    public static func parse(_ text: String, secure: Bool) -> HubURL? {
+        guard case .success(.http(let url)) = ScenarioLoader.parseTarget(text), url.secure == secure else { return nil }
+        return HubURL(url)
     }
 
     /// `path/negotiate?query&negotiateVersion=N[&useStatefulReconnect=true]`: negotiate is appended
