@@ -42,6 +42,8 @@ import Testing
         // the hub's URL, address and Host header in one place all clients share, and stateful
         // reconnect's bookkeeping behind a reference made when it is used; this was about 1,900
         // bytes when each client carried them all.
-        #expect(JSONHubClients.recordBytesPerClient <= 512, "\(JSONHubClients.recordBytesPerClient) bytes")
+        // 512 until the WebSocket session kept the peer's Close reason (issue 22's close codes, one
+        // reference) and the upgrade's pre-rendered header lines (the hub's, instead of splitting them).
+        #expect(JSONHubClients.recordBytesPerClient <= 528, "\(JSONHubClients.recordBytesPerClient) bytes")
     }
 }

@@ -239,7 +239,7 @@ func everyRequiredFieldIsRequired(field: String) throws {
     ("connect_rate: 1e9", "connect_rate", "expected a number ≥ 0.001 and ≤ 1000000, got '1e9'"),
     ("connect_rate: null", "connect_rate", "expected a number ≥ 0.001, got nothing"),
     ("message: 5", "message", "expected a mapping with 'rate' and/or 'size', got '5'"),
-    ("workload: signalr", "workload", "expected one of 'chat', 'hub', 'rest', got 'signalr'"),
+    ("workload: signalr", "workload", "expected one of 'chat', 'hub', 'rest', 'websocket', got 'signalr'"),
     ("load_model: half-open", "load_model", "expected one of 'open', 'closed', got 'half-open'"),
     ("seed: -1", "seed", "expected an integer from 0 to 18446744073709551615, got '-1'"),
     ("seed: 1.5", "seed", "expected an integer from 0 to 18446744073709551615, got '1.5'"),
@@ -415,7 +415,7 @@ func malformedTargetsAreRejected(target: String, message: String) throws {
         ("Host: example.com", "headers.Host", "header 'Host' is set by Stampede itself"),
         (
             "sec-websocket-protocol: chat", "headers.sec-websocket-protocol",
-            "header 'sec-websocket-protocol' is set by Stampede itself (use the 'subprotocol' field instead)"
+            "header 'sec-websocket-protocol' is set by Stampede itself (use the 'subprotocol' field, or 'websocket.subprotocols', instead)"
         ),
         ("X-Null:", "headers.X-Null", "expected a header value (use \"\" for an empty one), got nothing"),
     ]
