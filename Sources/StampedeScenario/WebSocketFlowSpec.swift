@@ -85,13 +85,14 @@ extension WebSocketFlowSpec {
 
 extension WebSocketFlowSpec {
     /// The chat protocol (`workload: chat`) as a declared flow: each message is the chat JSON
-    /// `{"message","user","userID"}` whose text is the stamp padded to `messageSize` bytes, and
+    /// `{"message","user","userID"}` whose text is the stamp padded to `messageSize` bytes (the
+    /// userID stable per user, as a chat app's), and
     /// every broadcast's stamp is read back: the client's own is its round trip, anyone else's
     /// a fan-out. Its rule has no metrics of its own, so chat reports what it always has.
     public static func chat(messageSize: Int) -> WebSocketFlowSpec {
         var spec = WebSocketFlowSpec()
         // Both compile: the texts are fixed here, and every size a scenario allows fits `{stamp:N}`.
-        if let template = try? MessageTemplate(text: #"{"message":"{stamp:\#(messageSize)}","user":"{user}","userID":"{uuid}"}"#) {
+        if let template = try? MessageTemplate(text: #"{"message":"{stamp:\#(messageSize)}","user":"{user}","userID":"{user_uuid}"}"#) {
             spec.sends = [SendEntry(template: template)]
         }
         if let path = try? JSONPath(parsing: "$.message") {

@@ -48,11 +48,8 @@ struct FlowInteropTests {
     }
 
     @Test func graphqlSubscriptionsAgainstStrawberryCorrelateMutationsAndAnswerPings() throws {
-        let python = try peerPython("strawberry")
-        let server = try BackgroundProcess(python, [repositoryRoot.appendingPathComponent("Tests/peers/graphql_server.py").path,
-                                                    "--port", "0", "--ping-interval", "0.5", "--max-seconds", "120"])
+        let (server, port) = try startListeningPeer("strawberry", "graphql_server.py", ["--ping-interval", "0.5"])
         defer { server.stop() }
-        let port = try #require(Int(try server.waitForLine(prefix: "LISTENING ", timeout: 60).dropFirst("LISTENING ".count)))
         let o = try run(try shipped("websocket-graphql.yaml", url: "ws://127.0.0.1:\(port)/graphql", clients: 20))
         expectMeasured(o, clients: 20, correlated: "result", stamped: "event")
         #expect(o.summary.counters["flow_responded", default: 0] > 0, "server pings answered")
@@ -60,11 +57,8 @@ struct FlowInteropTests {
     }
 
     @Test func mqttOverWebSocketAgainstAmqttCorrelatesPubacksByPacketIdInBinaryFrames() throws {
-        let python = try peerPython("amqtt")
-        let broker = try BackgroundProcess(python, [repositoryRoot.appendingPathComponent("Tests/peers/amqtt_broker.py").path,
-                                                    "--port", "0", "--max-seconds", "120"])
+        let (broker, port) = try startListeningPeer("amqtt", "amqtt_broker.py")
         defer { broker.stop() }
-        let port = try #require(Int(try broker.waitForLine(prefix: "LISTENING ", timeout: 60).dropFirst("LISTENING ".count)))
         let o = try run(try shipped("websocket-mqtt.yaml", url: "ws://127.0.0.1:\(port)/mqtt", clients: 10))
         expectMeasured(o, clients: 10, correlated: "puback", stamped: "delivery")
         #expect(o.summary.messages.fanoutExpected == o.summary.messages.sent * 9)

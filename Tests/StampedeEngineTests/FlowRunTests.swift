@@ -25,12 +25,18 @@ func flowScenario(name: String = "flow", target: String, clients: Int, duration:
 }
 
 /// `Tests/peers/pubsub_server.py` on a free loopback port, with `arguments`.
-func startPubSubServer(_ arguments: [String] = []) throws -> (BackgroundProcess, Int) {
-    let python = try peerPython("websockets")
-    let server = try BackgroundProcess(python, [repositoryRoot.appendingPathComponent("Tests/peers/pubsub_server.py").path,
-                                                "--port", "0", "--token", "secret-token", "--max-seconds", "120"] + arguments)
-    let line = try server.waitForLine(prefix: "LISTENING ", timeout: 30)
+/// A Python peer of Tests/peers (`script`, in venv `venv`) on a free loopback port: it prints
+/// `LISTENING <port>` once bound and stops by itself after two minutes.
+func startListeningPeer(_ venv: String, _ script: String, _ arguments: [String] = []) throws -> (BackgroundProcess, Int) {
+    let python = try peerPython(venv)
+    let server = try BackgroundProcess(python, [repositoryRoot.appendingPathComponent("Tests/peers/\(script)").path,
+                                                "--port", "0", "--max-seconds", "120"] + arguments)
+    let line = try server.waitForLine(prefix: "LISTENING ", timeout: 60)
     return (server, try #require(Int(line.dropFirst("LISTENING ".count))))
+}
+
+func startPubSubServer(_ arguments: [String] = []) throws -> (BackgroundProcess, Int) {
+    try startListeningPeer("websockets", "pubsub_server.py", ["--token", "secret-token"] + arguments)
 }
 
 /// The shipped pub/sub scenario pointed at `port`.
@@ -55,11 +61,8 @@ struct FlowRunTests {
     }
 
     @Test func theChatFlowAndTheChatWorkloadGiveTheSameFiguresAgainstPythonWebsockets() throws {
-        let python = try peerPython("websockets")
-        let server = try BackgroundProcess(python, [repositoryRoot.appendingPathComponent("Tests/peers/chat_server.py").path,
-                                                    "--port", "0", "--max-seconds", "120"])
+        let (server, port) = try startListeningPeer("websockets", "chat_server.py")
         defer { server.stop() }
-        let port = try #require(Int(try server.waitForLine(prefix: "LISTENING ", timeout: 30).dropFirst("LISTENING ".count)))
         let target = Target.webSocket(url: WebSocketURL(host: "127.0.0.1", port: port, path: "/chat"))
         var flow = try shippedScenario("websocket-chat-flow.yaml", clients: 20, duration: 2)
         flow.thresholds = []
@@ -78,11 +81,8 @@ struct FlowRunTests {
     }
 
     @Test func theChatFlowAndTheChatWorkloadGiveTheSameFiguresAgainstAPicowsEchoServer() throws {
-        let python = try peerPython("picows")
-        let server = try BackgroundProcess(python, [repositoryRoot.appendingPathComponent("Tests/peers/picows_echo_server.py").path,
-                                                    "--port", "0", "--max-seconds", "120"])
+        let (server, port) = try startListeningPeer("picows", "picows_echo_server.py")
         defer { server.stop() }
-        let port = try #require(Int(try server.waitForLine(prefix: "LISTENING ", timeout: 30).dropFirst("LISTENING ".count)))
         let target = Target.webSocket(url: WebSocketURL(host: "127.0.0.1", port: port, path: "/"))
         var flow = try shippedScenario("websocket-chat-flow.yaml", clients: 10, duration: 2)
         flow.thresholds = []

@@ -49,6 +49,27 @@ struct MessageTemplateTests {
         #expect(bytes.withUnsafeBytes { b in path.value(in: b).flatMap { FlowStamp.parse(UnsafeRawBufferPointer(rebasing: b[$0])) } } == stamp)
     }
 
+    @Test func aPaddedStampFillsTheTextToItsSizeAndNeverCutsTheStamp() throws {
+        let stampText = "~st~s2a:q7:tabc:aabd:"
+        #expect(text(try MessageTemplate(text: #"{"m":"{stamp:64}"}"#)) == #"{"m":""# + stampText + String(repeating: "x", count: 64 - stampText.count) + #""}"#)
+        #expect(text(try MessageTemplate(text: "{stamp:3}")) == stampText, "a size under the stamp's length keeps the whole stamp")
+        #expect(try MessageTemplate(text: "{stamp:64}").carriesStamp)
+    }
+
+    @Test func aUserUUIDIsStablePerUserAndDiffersBetweenUsers() throws {
+        let t = try MessageTemplate(text: "{user_uuid}")
+        func uuid(_ user: String, random: UInt64) -> String {
+            var r = random
+            return String(decoding: render(t, user: user, random: &r), as: UTF8.self)
+        }
+        let a = uuid("run-user-1", random: 1)
+        #expect(a == uuid("run-user-1", random: 99), "the same user, whatever the random state")
+        #expect(a != uuid("run-user-2", random: 1))
+        #expect(a != uuid("run-user-1-1", random: 1), "the user who took its place after churn")
+        let parts = a.split(separator: "-").map(\.count)
+        #expect(parts == [8, 4, 4, 4, 12] && a.dropFirst(14).first == "4", "a version 4 UUID's shape")
+    }
+
     @Test func doubledBracesWriteOneBraceAndJSONBracesAreLiteral() throws {
         #expect(text(try MessageTemplate(text: "{{sequence}}")) == "{sequence}")
         #expect(text(try MessageTemplate(text: "{{sequence}")) == "{sequence}")

@@ -17,6 +17,9 @@ public struct MessageTemplate: Sendable, Equatable {
         case stamp, client, clientModulo(Int), sequence, user, uuid, randomHex(Int)
         /// `{stamp:N}`: the text stamp, then `x` up to N bytes (a message text of a fixed size).
         case paddedStamp(Int)
+        /// `{user_uuid}`: a UUID made from the `{user}` name: the same for a client all run long,
+        /// another for the user who takes its place after churn (a chat app's userID).
+        case userUUID
         case sequenceU16, sequenceU32, clientU16, clientU32, randomBytes(Int)
         /// A capture or a secret (text only).
         case named(String)
@@ -28,7 +31,7 @@ public struct MessageTemplate: Sendable, Equatable {
     }
 
     /// Names the template language gives a meaning; a capture or secret must not take one.
-    public static let builtinNames = ["stamp", "client", "sequence", "user", "uuid", "random_hex", "random"]
+    public static let builtinNames = ["stamp", "client", "sequence", "user", "user_uuid", "uuid", "random_hex", "random"]
 
     public let encoding: Encoding
     public let segments: [Segment]
@@ -44,7 +47,7 @@ public struct MessageTemplate: Sendable, Equatable {
 
     enum Op: Sendable, Equatable {
         case literal(start: Int, count: Int)
-        case textStamp, paddedTextStamp(Int), binaryStamp, client, clientModulo(Int), sequence, user, uuid, randomHex(Int)
+        case textStamp, paddedTextStamp(Int), userUUID, binaryStamp, client, clientModulo(Int), sequence, user, uuid, randomHex(Int)
         case sequenceU16, sequenceU32, clientU16, clientU32, randomBytes(Int)
         case named(slot: Int)
     }
@@ -104,6 +107,7 @@ public struct MessageTemplate: Sendable, Equatable {
         switch p {
         case .stamp: encoding == .text ? .textStamp : .binaryStamp
         case .paddedStamp(let n): .paddedTextStamp(n)
+        case .userUUID: .userUUID
         case .client: .client
         case .clientModulo(let n): .clientModulo(n)
         case .sequence: .sequence

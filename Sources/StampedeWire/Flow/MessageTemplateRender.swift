@@ -65,6 +65,7 @@ extension MessageTemplate {
         case .literal(_, let count): count
         case .textStamp: FlowStamp.textLength(v.stamp)
         case .paddedTextStamp(let n): max(n, FlowStamp.textLength(v.stamp))
+        case .userUUID: 36
         case .binaryStamp: FlowStamp.binaryLength
         case .client: decimalLength(v.client)
         case .clientModulo(let n): decimalLength(modulo(v.client, n))
@@ -84,6 +85,14 @@ extension MessageTemplate {
             if let base = literals.baseAddress { out.copyMemory(from: base + start, byteCount: count) }
             return count
         case .textStamp: return FlowStamp.writeText(v.stamp, into: out)
+        case .userUUID:
+            // Two FNV-1a hashes of the name, with different offsets: stable, and apart per user.
+            var high: UInt64 = 0xCBF2_9CE4_8422_2325, low: UInt64 = 0x8422_2325_CBF2_9CE4
+            for byte in v.user {
+                high = (high ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
+                low = (low ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
+            }
+            return formatUUID(out, high: high, low: low)
         case .paddedTextStamp(let n):
             let written = FlowStamp.writeText(v.stamp, into: out)
             guard written < n else { return written }
@@ -174,8 +183,13 @@ extension MessageTemplate {
 
     /// A version 4 UUID, lowercase `8-4-4-4-12`.
     static func writeUUID(_ out: UnsafeMutableRawPointer, _ v: inout TemplateValues) -> Int {
-        let high = v.nextRandom() & 0xFFFF_FFFF_FFFF_0FFF | 0x4000  // version 4 in bits 12-15
-        let low = v.nextRandom() & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000  // variant 10
+        formatUUID(out, high: v.nextRandom(), low: v.nextRandom())
+    }
+
+    /// A version 4 UUID's 36 characters from 128 bits (the version and variant bits set here).
+    static func formatUUID(_ out: UnsafeMutableRawPointer, high bits: UInt64, low lowBits: UInt64) -> Int {
+        let high = bits & 0xFFFF_FFFF_FFFF_0FFF | 0x4000  // version 4 in bits 12-15
+        let low = lowBits & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000  // variant 10
         var p = 0
         for k in 0..<32 {
             if k == 8 || k == 12 || k == 16 || k == 20 {

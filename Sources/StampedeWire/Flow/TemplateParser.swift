@@ -148,6 +148,9 @@ struct TemplateParser {
         case "stamp" where colon:
             guard let n = count(Self.maxPaddedStampLength) else { throw unknown("write {stamp:N} with N from 1 to \(Self.maxPaddedStampLength): the stamp padded to N bytes") }
             return .paddedStamp(n)
+        case "user_uuid":
+            guard separator == nil else { throw unknown("{user_uuid} takes no argument") }
+            return .userUUID
         case "stamp", "user", "uuid", "sequence":
             guard separator == nil else {
                 throw unknown(name == "sequence" ? "fixed-width {sequence:u16|u32} is for binary templates" : "{\(name)} takes no argument")
