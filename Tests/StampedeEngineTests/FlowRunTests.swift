@@ -47,6 +47,17 @@ func pubsubScenario(port: Int, clients: Int = 12, duration: Double = 2) throws -
     return s
 }
 
+/// The chat workload and the shipped chat flow on the same schedule (40 messages/s for 2 s),
+/// against the server on loopback `port`.
+func chatAndChatFlow(name: String, port: Int, path: String, clients: Int) throws -> (chat: Scenario, flow: Scenario) {
+    let target = Target.webSocket(url: WebSocketURL(host: "127.0.0.1", port: port, path: path))
+    var flow = try shippedScenario("websocket-chat-flow.yaml", clients: clients, duration: 2)
+    flow.thresholds = []  // a debug build on a busy machine would exit 98 (saturated)
+    flow.target = target
+    flow.message.ratePerSecond = 40
+    return (chatScenario(name: name, target: target, clients: clients, duration: 2, rate: 40), flow)
+}
+
 @Suite(.serialized)
 struct FlowRunTests {
     @Test func theChatProtocolAsAFlowAccountsForEveryMessageLikeTheChatWorkload() throws {
@@ -63,12 +74,7 @@ struct FlowRunTests {
     @Test func theChatFlowAndTheChatWorkloadGiveTheSameFiguresAgainstPythonWebsockets() throws {
         let (server, port) = try startListeningPeer("websockets", "chat_server.py")
         defer { server.stop() }
-        let target = Target.webSocket(url: WebSocketURL(host: "127.0.0.1", port: port, path: "/chat"))
-        var flow = try shippedScenario("websocket-chat-flow.yaml", clients: 20, duration: 2)
-        flow.thresholds = []
-        flow.target = target
-        flow.message.ratePerSecond = 40
-        let chat = chatScenario(name: "python-chat", target: target, clients: 20, duration: 2, rate: 40)
+        let (chat, flow) = try chatAndChatFlow(name: "python-chat", port: port, path: "/chat", clients: 20)
         let outcomes = [try run(chat), try run(flow)]
         for o in outcomes {
             expectExactAccounting(o, clients: 20)
@@ -83,13 +89,8 @@ struct FlowRunTests {
     @Test func theChatFlowAndTheChatWorkloadGiveTheSameFiguresAgainstAPicowsEchoServer() throws {
         let (server, port) = try startListeningPeer("picows", "picows_echo_server.py")
         defer { server.stop() }
-        let target = Target.webSocket(url: WebSocketURL(host: "127.0.0.1", port: port, path: "/"))
-        var flow = try shippedScenario("websocket-chat-flow.yaml", clients: 10, duration: 2)
-        flow.thresholds = []
-        flow.target = target
+        var (chat, flow) = try chatAndChatFlow(name: "picows-chat", port: port, path: "/", clients: 10)
         flow.websocket?.fanout = .none  // an echo server sends each message back to its sender only
-        flow.message.ratePerSecond = 40
-        let chat = chatScenario(name: "picows-chat", target: target, clients: 10, duration: 2, rate: 40)
         let outcomes = [try run(chat), try run(flow)]
         for o in outcomes {
             let m = o.summary.messages
