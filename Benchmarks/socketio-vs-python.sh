@@ -31,6 +31,8 @@ start_server() {
   PORT=$(sed -n 's/LISTENING //p' "$OUT/server.txt")
 }
 stop_server() {
+  # The server's own CPU over the whole run (utime + stime in clock ticks), to see which side was busy.
+  awk -v hz="$(getconf CLK_TCK)" '{printf "%.1f", ($14 + $15) / hz}' /proc/$SERVER/stat > "$OUT/server-cpu-$1" 2>/dev/null || true
   kill $SERVER 2>/dev/null || true
   wait $SERVER 2>/dev/null || true
   SERVER=
@@ -133,5 +135,5 @@ stop_server locust
 echo "(python rows: CPU of the emit window only, connects excluded; stampede: the whole process, connects included;"
 echo " p50/p99: stampede and AsyncClient from the intended send time, Locust from the call)"
 for g in stampede asyncclient locust; do
-  [ -f "$OUT/server-$g.json" ] && echo "server counts after $g: $(cat "$OUT/server-$g.json")"
+  [ -f "$OUT/server-$g.json" ] && echo "server after $g: cpu $(cat "$OUT/server-cpu-$g" 2>/dev/null) s, counts $(cat "$OUT/server-$g.json")"
 done
