@@ -103,6 +103,15 @@ class Run:
 
         return sio
 
+    @staticmethod
+    async def close_failed(sio: socketio.AsyncClient) -> None:
+        # python-socketio keeps the aiohttp session of a connection that never opened (and of a
+        # polling one whose upgrade failed): closed here, or aiohttp warns at exit.
+        await sio.disconnect()
+        http = getattr(sio.eio, "http", None)
+        if http is not None and not http.closed:
+            await http.close()
+
     async def connect_one(self, i: int, sem: asyncio.Semaphore) -> socketio.AsyncClient | None:
         a = self.a
         sio = self.make_client(i)
@@ -113,18 +122,18 @@ class Run:
                                   socketio_path=a.path.strip("/"), wait_timeout=a.timeout)
             except socketio.exceptions.ConnectionError as e:
                 self.errors["namespace_refused" if sio.stampede_refused else f"connect {e}"] += 1
-                await sio.disconnect()
+                await self.close_failed(sio)
                 return None
             except Exception as e:  # aiohttp/OS errors: counted by class, never a crash
                 self.errors[f"connect {type(e).__name__}"] += 1
-                await sio.disconnect()
+                await self.close_failed(sio)
                 return None
             if a.rooms > 0:
                 try:
                     await sio.call("join", f"room-{i % a.rooms}", namespace=a.namespace, timeout=a.timeout)
                 except Exception as e:
                     self.errors[f"join {type(e).__name__}"] += 1
-                    await sio.disconnect()
+                    await self.close_failed(sio)
                     return None
         self.c["connected"] += 1
         return sio
@@ -192,7 +201,7 @@ class Run:
         cpu2 = cpu_s()
         rss_end = rss_kib()
         self.c["closing"] = 1
-        await asyncio.gather(*(asyncio.wait_for(s.disconnect(), 5) for s in self.clients), return_exceptions=True)
+        await asyncio.gather(*(asyncio.wait_for(self.close_failed(s), 5) for s in self.clients), return_exceptions=True)
         acks_missing = self.c["emits"] - self.c["acks"]
         ok = self.c["connected"] == a.clients and acks_missing == 0 and not self.errors
         return {

@@ -24,6 +24,10 @@ CONNECT_ERROR "Unable to connect", python-socketio's own refusal):
   server's own ping-timeout checks skip it. A correct client gives up pingInterval + pingTimeout
   after that ping (its `server_timeout`); the server never closes the connection first.
 
+--refuse-upgrade: the open packet still lists "websocket" in `upgrades`, but the WebSocket
+  request of an upgrade (one with a sid) is answered HTTP 400 "upgrade refused": the client's
+  upgrade fails and its session stays on long polling. WebSocket-only sessions are unaffected.
+
 Options --ping-interval (whole seconds: python-engineio advertises int(interval) * 1000 ms, so a
 fraction would be advertised wrongly) and --ping-timeout (seconds) go to the open packet.
 
@@ -36,7 +40,7 @@ Contract (like the other peers):
 Counts: events_received {join, say, echo, other}, said_emitted (one per recipient of a `said`),
 acks_sent (ACK and BINARY_ACK packets), binary_args_received (bytes arguments of events),
 connects, connects_refused, disconnects {reason: n}, eio_opened {polling, websocket},
-upgrades (completed polling → WebSocket upgrades), pings_sent, pongs_received, stalled
+upgrades (completed polling → WebSocket upgrades), upgrades_refused, pings_sent, pongs_received, stalled
 (connections stalled), dropped_while_stalled (packets not sent to a stalled connection).
 """
 
@@ -85,6 +89,7 @@ def snapshot() -> dict:
         "disconnects": dict(disconnects),
         "eio_opened": {k: eio_opened.get(k, 0) for k in ("polling", "websocket")},
         "upgrades": c.get("upgrades", 0),
+        "upgrades_refused": c.get("upgrades_refused", 0),
         "pings_sent": c.get("pings_sent", 0),
         "pongs_received": c.get("pongs_received", 0),
         "stalled": c.get("stalled", 0),
@@ -96,6 +101,17 @@ class StallableSocket(eio_async_socket.AsyncSocket):
     """python-engineio's socket, counting pings/pongs/upgrades, and able to go silent."""
 
     stall_after = 0  # 0: never
+    refuse_upgrade = False
+
+    async def _upgrade_websocket(self, environ):
+        # `connected` is already true for a polling session being upgraded, not yet for a
+        # WebSocket-only session (python-engineio sets it in the WebSocket handler).
+        if self.refuse_upgrade and self.connected:
+            # The open packet still offers "websocket": the client's probe gets HTTP 400 and
+            # the session stays on polling.
+            counts["upgrades_refused"] += 1
+            return self.server._bad_request("upgrade refused")
+        return await super()._upgrade_websocket(environ)
 
     def _stall_state(self) -> bool:
         return getattr(self, "_stalled", False)
@@ -174,6 +190,7 @@ def count_binary(args) -> int:
 
 def build(args: argparse.Namespace) -> tuple[web.Application, socketio.AsyncServer]:
     StallableSocket.stall_after = args.stall_after
+    StallableSocket.refuse_upgrade = args.refuse_upgrade
     # python-engineio creates its sockets through this module attribute.
     eio_async_socket.AsyncSocket = StallableSocket
     sio = CountingServer(
@@ -252,6 +269,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--ping-timeout", type=float, default=20, help="seconds (default 20)")
     p.add_argument("--max-payload", type=int, default=1_000_000, help="maxPayload in bytes (default 1e6)")
     p.add_argument("--stall-after", type=int, default=0, help="stall each connection after its N-th ping (0: never)")
+    p.add_argument("--refuse-upgrade", action="store_true",
+                   help="offer websocket in the open packet but answer the upgrade request with 400")
     p.add_argument("--max-seconds", type=float, default=300)
     p.add_argument("--log", action="store_true", help="python-socketio/engineio logs to stderr")
     a = p.parse_args(argv)
