@@ -10,7 +10,8 @@ schedule: an open model, a late ack does not delay the next emit) for --duration
   --event say    ["say", {"room": R, "text": "<client>:<seq>"}] with ack; the server emits `said`
                  to the room; each `said` received is counted as own (the text's client is us)
                  or other
-  --event echo   ["echo", {"client": i, "seq": n}] (+ --binary BYTES of bytes) with ack
+  --event echo   ["echo", {"client": i, "seq": n}] (+ --binary BYTES of bytes) with ack; an ack
+                 that does not carry back exactly those arguments is counted as echo_mismatch
 
 --rate 0 holds the connections idle for --duration (memory per idle connection).
 
@@ -157,10 +158,13 @@ class Run:
                 if a.binary:
                     payload.append(os.urandom(a.binary))
 
-            def on_ack(*_args, intended=intended, actual=actual):
+            def on_ack(*args, intended=intended, actual=actual, sent=payload):
                 done = time.monotonic()
                 self.outstanding -= 1
                 self.c["acks"] += 1
+                # echo's ack must carry back exactly what was sent, attachments included.
+                if a.event == "echo" and list(args) != sent:
+                    self.errors["echo_mismatch"] += 1
                 self.ack_ms.append((done - intended) * 1e3)
                 self.ack_uncorrected_ms.append((done - actual) * 1e3)
 
