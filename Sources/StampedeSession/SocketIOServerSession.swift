@@ -151,12 +151,12 @@ public struct SocketIOServerSession: Sendable {
     public let configuration: Configuration
     /// The Engine.IO session id (the runtime makes it).
     public let sid: [UInt8]
-    public private(set) var transport: Transport
-    public private(set) var isEnded = false
+    public internal(set) var transport: Transport
+    public internal(set) var isEnded = false
     /// A GET is held, waiting for something to send.
-    public private(set) var pollHeld = false
+    public internal(set) var pollHeld = false
     /// The one deadline the session waits for: the next ping, or the pong that is due.
-    public private(set) var deadline: UInt64
+    public internal(set) var deadline: UInt64
     var pongDue = false
     var upgrade = Upgrade.none
     /// A noop for the held poll (the upgrade: it tells the polling client to stop).
@@ -167,8 +167,8 @@ public struct SocketIOServerSession: Sendable {
     var outbox: [UInt8] = []
     var outboxPackets = 0
     /// The binary packet being reassembled and the attachments received so far.
-    public private(set) var binaryPacket: [UInt8] = []
-    public private(set) var attachments: [[UInt8]] = []
+    public internal(set) var binaryPacket: [UInt8] = []
+    public internal(set) var attachments: [[UInt8]] = []
     var attachmentsDue = 0
     var attachmentBytes = 0
     /// Where poll answers and packets are built.

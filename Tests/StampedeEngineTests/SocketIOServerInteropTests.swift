@@ -35,7 +35,7 @@ func pythonSocketIOCheck(port: Int, transports: String, token: String?, stay: Do
                      "--url", "http://127.0.0.1:\(port)", "--transports", transports, "--stay", "\(stay)"]
     if let token { arguments += ["--token", token] }
     let r = try runProcess(python, arguments, timeout: 120)
-    let line = r.stdout.split(separator: "\n").last { $0.hasPrefix("RESULT ") }
+    let line = r.stdout.split(separator: "\n").last(where: { $0.hasPrefix("RESULT ") })
     let checks = line.flatMap { try? JSONSerialization.jsonObject(with: Data($0.dropFirst(7).utf8)) as? [String: Any] } ?? [:]
     return (r.status, checks, r.stdout + r.stderr)
 }
@@ -65,7 +65,12 @@ struct SocketIOServerInteropTests {
             stats = server.server.statisticsSnapshot()
         }
         #expect(stats.open == 0)
-        #expect(stats.protocolErrors == 0 && stats.pingTimeouts == 0)
+        #expect(stats.protocolErrors == 0)
+        // python-socketio drops a refused client's Engine.IO session without a close packet
+        // (`disconnect(abort=True)`): over long polling, unless a poll was held on the TCP
+        // connection it closes, nothing tells the server, and that one session ends by the ping
+        // timeout; every other ends by its close packet or its transport.
+        #expect(stats.pingTimeouts <= (transports == "polling" ? 1 : 0), "\(stats)")
         #expect(stats.connectErrors == 1)
         return stats
     }

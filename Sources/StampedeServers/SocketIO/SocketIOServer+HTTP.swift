@@ -206,7 +206,8 @@ extension SocketIOServer {
         if failed {
             respondError(s, .badRequest)
         } else {
-            respond(s, status: 200, reason: "OK", contentType: "text/html", body: Array("ok".utf8))
+            let ok: StaticString = "ok"
+            respond(s, status: 200, reason: "OK", contentType: "text/html", body: UnsafeRawBufferPointer(start: ok.utf8Start, count: ok.utf8CodeUnitCount))
         }
     }
 
