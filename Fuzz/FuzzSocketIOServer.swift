@@ -79,6 +79,10 @@ private func socketIOServerRun(_ input: UnsafeRawBufferPointer, settings: UInt8,
     while offset < input.count {
         var end = offset
         while end < input.count && input[end] != 0xFF { end += 1 }
+        guard end > offset else {  // an empty command
+            offset = end + 1
+            continue
+        }
         let command = input[offset]
         let body = UnsafeRawBufferPointer(rebasing: input[(offset + 1)..<end])
         offset = end + 1

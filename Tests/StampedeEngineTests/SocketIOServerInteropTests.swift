@@ -14,11 +14,11 @@ final class RefSocketIOServer: @unchecked Sendable {
     let server: SocketIOServer
     var port: UInt16 { server.port }
 
-    init(_ configure: (inout SocketIOServer.Configuration) -> Void = { _ in }) throws {
+    init(tls: TLSContext? = nil, _ configure: (inout SocketIOServer.Configuration) -> Void = { _ in }) throws {
         var configuration = SocketIOServer.Configuration()
         configure(&configuration)
         loop = try EventLoop(index: 0)
-        server = try SocketIOServer(loop: loop, address: .ipv4(0x7F00_0001, port: 0), configuration: configuration)
+        server = try SocketIOServer(loop: loop, address: .ipv4(0x7F00_0001, port: 0), configuration: configuration, tls: tls)
         loop.start(name: "socketio-test")
     }
 
@@ -29,11 +29,12 @@ final class RefSocketIOServer: @unchecked Sendable {
 }
 
 /// Runs the python-socketio client check against `port`; its RESULT line as JSON, and its exit status.
-func pythonSocketIOCheck(port: Int, transports: String, token: String?, stay: Double) throws -> (status: Int32, checks: [String: Any], output: String) {
+func pythonSocketIOCheck(port: Int, transports: String, token: String?, stay: Double, tls: Bool = false) throws -> (status: Int32, checks: [String: Any], output: String) {
     let python = try peerPython("socketio")
     var arguments = [repositoryRoot.appendingPathComponent("Tests/peers/socketio_client_check.py").path,
-                     "--url", "http://127.0.0.1:\(port)", "--transports", transports, "--stay", "\(stay)"]
+                     "--url", "\(tls ? "https" : "http")://127.0.0.1:\(port)", "--transports", transports, "--stay", "\(stay)"]
     if let token { arguments += ["--token", token] }
+    if tls { arguments.append("--insecure") }
     let r = try runProcess(python, arguments, timeout: 120)
     let line = r.stdout.split(separator: "\n").last(where: { $0.hasPrefix("RESULT ") })
     let checks = line.flatMap { try? JSONSerialization.jsonObject(with: Data($0.dropFirst(7).utf8)) as? [String: Any] } ?? [:]
@@ -88,6 +89,17 @@ struct SocketIOServerInteropTests {
     @Test func pythonSocketIOClientUpgradingFromPollingPassesEveryCheck() throws {
         let stats = try checkEverything(transports: "polling,websocket")
         #expect(stats.handshakesPolling == 4 && stats.upgrades == 4 && stats.upgradesFailed == 0)
+    }
+
+    @Test func pythonSocketIOClientOverTLSUpgradesAndPassesEveryCheck() throws {
+        let made = try SelfSignedCertificate(commonName: "localhost", dnsNames: ["localhost"], ipAddresses: ["127.0.0.1"], validDays: 1)
+        let server = try RefSocketIOServer(tls: try TLSContext(serverCertificatePEM: made.certificatePEM, privateKeyPEM: made.privateKeyPEM)) {
+            $0.token = "secret-token"
+        }
+        defer { server.stop() }
+        let r = try pythonSocketIOCheck(port: Int(server.port), transports: "polling,websocket", token: "secret-token", stay: 0, tls: true)
+        #expect(r.status == 0, "\(r.output.suffix(3000))")
+        #expect(server.server.statisticsSnapshot().upgrades == 4)
     }
 
     @Test func stampedeServeSocketIOServesThePythonClient() throws {

@@ -3,7 +3,7 @@
 a client we did not write, over one transport choice:
 
     socketio_client_check.py --url http://127.0.0.1:PORT --transports polling|websocket|polling,websocket
-                             [--token T] [--namespace /live] [--stay 0]
+                             [--token T] [--namespace /live] [--stay 0] [--insecure]
 
 What it proves, each as one named check:
 - connect: the main namespace and --namespace connect (with auth {"token": T} when given);
@@ -26,7 +26,7 @@ import socketio
 
 
 async def make_client(args, transports, token, received, name):
-    sio = socketio.AsyncClient(reconnection=False)
+    sio = socketio.AsyncClient(reconnection=False, ssl_verify=not args.insecure)
     namespaces = ["/", args.namespace]
     for ns in namespaces:
         def on_said(*data, ns=ns):
@@ -56,6 +56,7 @@ async def main():
     p.add_argument("--token")
     p.add_argument("--namespace", default="/live")
     p.add_argument("--stay", type=float, default=0)
+    p.add_argument("--insecure", action="store_true", help="https: accept any certificate (a self-signed test server)")
     args = p.parse_args()
     transports = args.transports.split(",")
     checks = {}
@@ -100,7 +101,7 @@ async def main():
 
         if args.token is not None:
             errors = []
-            bad = socketio.AsyncClient(reconnection=False)
+            bad = socketio.AsyncClient(reconnection=False, ssl_verify=not args.insecure)
             bad.on("connect_error", lambda data: errors.append(data), namespace="/")
             try:
                 await bad.connect(args.url, transports=transports, auth={"token": "wrong"},

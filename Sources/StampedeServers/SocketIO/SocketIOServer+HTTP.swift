@@ -152,6 +152,7 @@ extension SocketIOServer {
 
     func startWebSocket(_ s: SocketIOSocket, _ c: SocketIOClient) {
         WebSocketHandshake.switchingProtocols(key: s.webSocketKey).withUnsafeBytes { loop.write(s.id, $0) }
+        s.webSocketKey = ""  // an idle connection keeps nothing it no longer needs
         s.mode = .webSocket
         limits.noDeadline(s.id, loop)
         s.webSocket = WebSocketServerSession(maxMessageBytes: sessionConfiguration.maxPayload)
@@ -182,7 +183,6 @@ extension SocketIOServer {
         guard !s.bodyTooLarge else {
             s.closeAfterResponse = true
             respond(s, status: 413, reason: "Payload Too Large", body: [])
-            statistics.payloadsTooLarge += 1
             handle(c, .ended(.payloadTooLarge))
             return
         }
