@@ -4,7 +4,8 @@ import StampedeLoop
 import StampedeServers
 
 // The Socket.IO server's runtime over raw HTTP on loopback: the Engine.IO requests and their
-// errors, held polls, faults, the ping timeout and maxPayload, and `serve --processes` with
+// errors, held polls, faults, the ping timeout and maxPayload, the abusive-client limits (output
+// limit, idle and header timeouts), and `serve --processes` with
 // WebSocket-only python-socketio clients whose broadcasts cross between the processes.
 
 private func text(_ r: RefHubResponse) -> String { String(decoding: r.body, as: UTF8.self) }
@@ -133,6 +134,33 @@ struct SocketIOServerTests {
         #expect(r.status == 413)
         let stats = statistics(server) { $0.open == 0 }
         #expect(stats.payloadsTooLarge == 1 && stats.open == 0)
+    }
+
+    @Test func sessionsThatNeverPollWhileBroadcastsPileUpAreDroppedAtTheOutputLimit() throws {
+        let server = try RefSocketIOServer { $0.limits = ServerLimits(maxOutputBytes: 64 * 1024, sendTimeout: 60, headerTimeout: 30, idleTimeout: 30) }
+        defer { server.stop() }
+        let quiet = try handshake(server.port)
+        let loud = try handshake(server.port)
+        #expect(text(try post(server.port, quiet, "40")) == "ok")
+        #expect(text(try post(server.port, loud, "40")) == "ok")
+        // 20 broadcasts of 5 KB: each session's queue passes 64 KiB with neither polling.
+        let say = "42[\"say\",{\"text\":\"" + String(repeating: "z", count: 5000) + "\"}]"
+        #expect(try post(server.port, loud, Array(repeating: say, count: 20).joined(separator: "\u{1e}")).status == 200)
+        let stats = statistics(server) { $0.open == 0 }
+        #expect(stats.limits.slowConsumersDropped == 2 && stats.open == 0)
+        #expect(try poll(server.port, quiet).status == 400)
+    }
+
+    @Test func aSilentConnectionIsClosedByTheIdleTimeout() throws {
+        let server = try RefSocketIOServer { $0.limits = ServerLimits(maxOutputBytes: 1 << 20, sendTimeout: 60, headerTimeout: 0.2, idleTimeout: 0.3) }
+        defer { server.stop() }
+        let silent = try RefHubSocket(port: server.port)
+        defer { silent.close() }
+        let slow = try RefHubSocket(port: server.port)
+        defer { slow.close() }
+        slow.write(Array("GET /socket.io/?EIO=4".utf8))
+        let stats = statistics(server) { $0.limits.idleTimeouts == 1 && $0.limits.headerTimeouts == 1 }
+        #expect(stats.limits.idleTimeouts == 1 && stats.limits.headerTimeouts == 1)
     }
 
     @Test func serveProcessesGiveWebSocketClientsOfEveryProcessTheirBroadcasts() throws {
