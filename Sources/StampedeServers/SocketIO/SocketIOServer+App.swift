@@ -120,7 +120,13 @@ extension SocketIOServer {
             if share, let remoteBroadcast {
                 var record: [UInt8] = []
                 SocketIOBackplane.record(namespace: namespace, room: room, text: text, attachments: attachments, into: &record)
-                record.withUnsafeBytes { remoteBroadcast($0) }
+                // A record past the link's limit would break the link: such a broadcast (only
+                // possible with --max-payload over 1 MB) stays in this process, and is counted.
+                if record.count <= LinkRecord.maxPayload {
+                    record.withUnsafeBytes { remoteBroadcast($0) }
+                } else {
+                    statistics.broadcastsNotShared += 1
+                }
             }
             deliverBroadcast(key, text: text, attachments: attachments)
         }

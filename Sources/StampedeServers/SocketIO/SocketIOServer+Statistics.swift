@@ -39,6 +39,9 @@ extension SocketIOServer {
         /// `stampede serve --processes`: broadcasts other server processes made that this one sent
         /// to its clients (their copies are counted in `packetsBroadcast` too).
         public var remoteBroadcasts = 0
+        /// Broadcasts too large for the link between processes (`--max-payload` over 1 MB), sent
+        /// only to this process's clients.
+        public var broadcastsNotShared = 0
         /// How sessions ended: the client's close packet, a ping unanswered, the transport gone,
         /// a protocol error (bad packets, frames, requests), a message over maxPayload, the server.
         public var clientCloses = 0
