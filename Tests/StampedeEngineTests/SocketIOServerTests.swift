@@ -163,6 +163,19 @@ struct SocketIOServerTests {
         #expect(stats.limits.idleTimeouts == 1 && stats.limits.headerTimeouts == 1)
     }
 
+    @Test func serveSocketIOFlagsOutOfPlaceOrRangeAreRefusedNamingTheFlag() throws {
+        for (arguments, message) in [
+            (["--ping-interval", "1000"], "--ping-interval, --ping-timeout and --max-payload are Socket.IO flags, they need --socketio"),
+            (["--socketio", "--hub"], "--hub, --socketio and --rest are exclusive"),
+            (["--socketio", "--ping-timeout", "5"], "--ping-timeout must be from 100 to 3600000 milliseconds, got 5"),
+            (["--socketio", "--max-payload", "10"], "--max-payload must be from 1024 to 67108864 bytes, got 10"),
+            (["--socketio", "--token", "a\"b"], "the token must not contain spaces, quotes, backslashes or control characters"),
+        ] {
+            let r = try runProcess(stampedeBinary.path, ["serve", "--port", "0", "--max-seconds", "1"] + arguments, timeout: 30)
+            #expect(r.status == 2 && r.stderr.contains(message), "\(arguments): \(r.stderr)")
+        }
+    }
+
     @Test func serveProcessesGiveWebSocketClientsOfEveryProcessTheirBroadcasts() throws {
         let group = try ServeProcessesTests.Group(["--socketio", "--token", "secret-token"])
         defer { group.process.stop() }
