@@ -73,8 +73,9 @@ socketio:
   emit: {event: say, args: [{room: "room-{client%$ROOMS}", text: "{stamp}"}], ack: true}
   receive: {event: said, stamp: "\$[0].text"}
 YAML
-  if $B run "$OUT/sio.yaml" --quiet --results "$OUT" > "$OUT/st.txt" 2>&1; then :; fi
-  S="$(grep '^results: ' "$OUT/st.txt" | tail -1 | cut -d' ' -f2-)/summary.json"
+  # Bounded: connects at 500/s, the message phase, the drain, and a margin.
+  timeout -k 10 -s INT $(( N / 500 + SECS + 60 )) "$B" run "$OUT/sio.yaml" --quiet --results "$OUT" > "$OUT/st.txt" 2>&1 || true
+  S="$( (grep '^results: ' "$OUT/st.txt" || true) | tail -1 | cut -d' ' -f2-)/summary.json"
   if [ -f "$S" ]; then
     python3 - "$S" "$N" <<'PY'
 import json, sys
