@@ -10,7 +10,7 @@
 # acknowledged emit, resident memory per idle connection ((RSS with every client connected and
 # idle − RSS before any) / clients), ack latency p50/p99. Everything on 127.0.0.1, bounded in time.
 # Usage: Benchmarks/socketio-vs-python.sh [CLIENTS] [RATE] [SECONDS]
-#   SKIP_STAMPEDE=1: the Python generators only (no Swift build).
+#   SKIP_STAMPEDE=1: the Python generators only (no Swift build); B=path/to/stampede: that binary, no build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -54,8 +54,7 @@ printf '%-34s %9s %8s %12s %14s %9s %9s\n' "generator ($N clients, $RATE/s, ${SE
 
 # --- Stampede --------------------------------------------------------------------------------
 if [ -z "${SKIP_STAMPEDE:-}" ]; then
-  swift build -c release --product stampede > /dev/null
-  B=.build/release/stampede
+  if [ -z "${B:-}" ]; then swift build -c release --product stampede > /dev/null; B=.build/release/stampede; fi
   start_server
   cat > "$OUT/sio.yaml" <<YAML
 name: socketio-bench
@@ -74,8 +73,9 @@ socketio:
   emit: {event: say, args: [{room: "room-{client%$ROOMS}", text: "{stamp}"}], ack: true}
   receive: {event: said, stamp: "\$[0].text"}
 YAML
-  if $B run "$OUT/sio.yaml" --quiet --results "$OUT" > "$OUT/st.txt" 2>&1; then :; fi
-  S="$(grep '^results: ' "$OUT/st.txt" | tail -1 | cut -d' ' -f2-)/summary.json"
+  # Bounded: connects at 500/s, the message phase, the drain, and a margin.
+  timeout -k 10 -s INT $(( N / 500 + SECS + 60 )) "$B" run "$OUT/sio.yaml" --quiet --results "$OUT" > "$OUT/st.txt" 2>&1 || true
+  S="$( (grep '^results: ' "$OUT/st.txt" || true) | tail -1 | cut -d' ' -f2-)/summary.json"
   if [ -f "$S" ]; then
     python3 - "$S" "$N" <<'PY'
 import json, sys
