@@ -25,6 +25,7 @@ enum FuzzTarget: String, CaseIterable {
     case webSocketSession = "websocket-session"
     case flow
     case flowSession = "flow-session"
+    case socketIOSession = "socketio-session"
 
     func run(_ data: UnsafeRawBufferPointer) {
         switch self {
@@ -39,6 +40,7 @@ enum FuzzTarget: String, CaseIterable {
         case .webSocketSession: fuzzWebSocketSession(data)
         case .flow: fuzzFlow(data)
         case .flowSession: fuzzFlowSession(data)
+        case .socketIOSession: fuzzSocketIOSession(data)
         }
     }
 }
