@@ -27,6 +27,9 @@ public enum SummaryText {
         if let codes = s.closeCodes, !codes.isEmpty {
             out.append("  server closes " + codes.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.prefix(5).map { "\($0.value) × \($0.key)" }.joined(separator: "; "))
         }
+        if let texts = s.connectErrors, !texts.isEmpty {
+            out.append("  refused      " + texts.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.prefix(3).map { "\($0.value) × \($0.key)" }.joined(separator: "; "))
+        }
         if let f = s.flow, !f.stepErrors.isEmpty {
             out.append("  step errors  " + f.stepErrors.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.prefix(3).map { "\($0.value) × \($0.key)" }.joined(separator: "; "))
         }

@@ -22,6 +22,7 @@ extension FleetWriter {
         u32(UInt32(s.samples.count))
         for text in s.samples { string(text) }
         named(s.named)
+        textMap(s.connectErrorMessages)
     }
 
     /// Names and all: a worker's shards carry their keys, so the coordinator adds by key.
@@ -89,6 +90,7 @@ extension FleetReader {
         guard samples <= MetricsShard.maxSamples else { throw .malformed("\(samples) samples") }
         for _ in 0..<samples { s.samples.append(MetricsShard.cut(try string(), to: MetricsShard.maxSampleBytes)) }
         s.named = try named()
+        for (key, n) in try textMap("connect errors") { s.countConnectError(key, n) }
         return s
     }
 

@@ -24,6 +24,12 @@ extension OpenMetricsText {
                 w.sample("stampede_flow_events_total", labels: [("counter", key)], value: String(n))
             }
         }
+        if !t.connectErrorMessages.isEmpty {
+            w.family("stampede_connect_errors", .counter, help: "Socket.IO CONNECT_ERROR answers, by the server's message (summary.json connect_errors).")
+            for (key, n) in t.connectErrorMessages.sorted(by: { $0.key < $1.key }) {
+                w.sample("stampede_connect_errors_total", labels: [("message", key)], value: String(n))
+            }
+        }
         if !t.closeCodes.isEmpty {
             w.family("stampede_server_closes", .counter, help: "WebSocket Closes the server started, by code and reason (summary.json close_codes).")
             for (key, n) in t.closeCodes.sorted(by: { $0.key < $1.key }) {

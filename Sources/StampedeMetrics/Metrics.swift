@@ -34,6 +34,15 @@ public enum LatencyMetric: Int, CaseIterable, Sendable, Codable {
     case httpUncorrected
     /// REST clients: the server's change time of a resource → the first poll that saw it.
     case staleness
+    /// Socket.IO clients: the first transport request (a polling GET, or a WebSocket's upgrade)
+    /// → Engine.IO's open packet.
+    case eioHandshake
+    /// Socket.IO clients: CONNECT sent → the namespace's CONNECT answer.
+    case namespaceConnect
+    /// Socket.IO clients: an emit's intended send time → its ack (coordinated omission corrected).
+    case ack
+    /// As `ack`, from the moment the emit was handed to the transport.
+    case ackUncorrected
 
     /// Key used in summary.json and file names.
     public var key: String {
@@ -55,6 +64,10 @@ public enum LatencyMetric: Int, CaseIterable, Sendable, Codable {
         case .httpUncorrected: "http_uncorrected"
         case .staleness: "staleness"
         case .tlsHandshake: "tls_handshake"
+        case .eioHandshake: "eio_handshake"
+        case .namespaceConnect: "namespace_connect"
+        case .ack: "ack"
+        case .ackUncorrected: "ack_uncorrected"
         }
     }
 }
@@ -124,6 +137,11 @@ public enum Counter: Int, CaseIterable, Sendable, Codable {
     case unrecognisedFrames
     case flowIgnored
     case flowResponded
+    /// Socket.IO clients: WebSocket upgrades from long polling that completed, and those that
+    /// failed (the client stays on polling, as the official client does); acks received.
+    case upgraded
+    case upgradesFailed
+    case acksReceived
 
     public var key: String {
         switch self {
@@ -169,6 +187,9 @@ public enum Counter: Int, CaseIterable, Sendable, Codable {
         case .unrecognisedFrames: "unrecognised_frames"
         case .flowIgnored: "flow_ignored"
         case .flowResponded: "flow_responded"
+        case .upgraded: "upgraded"
+        case .upgradesFailed: "upgrades_failed"
+        case .acksReceived: "acks_received"
         }
     }
 }
@@ -256,6 +277,9 @@ public enum ErrorClass: Int, CaseIterable, Sendable, Codable {
     /// (`strict: true`) another frame came first. The step is named in `MetricsShard.stepErrors`.
     case expectTimeout
     case expectMismatch
+    /// Socket.IO: the server refused the namespace (CONNECT_ERROR); its message is counted in
+    /// `MetricsShard.connectErrorMessages`. (`connect_error` is a TCP connect() failure.)
+    case namespaceRefused
 
     public var key: String {
         switch self {
@@ -287,6 +311,7 @@ public enum ErrorClass: Int, CaseIterable, Sendable, Codable {
         case .tlsProtocolError: "tls_protocol_error"
         case .expectTimeout: "expect_timeout"
         case .expectMismatch: "expect_mismatch"
+        case .namespaceRefused: "namespace_refused"
         }
     }
 }
@@ -328,6 +353,9 @@ public struct MetricsShard: Sendable {
     /// WebSocket flows: connect-step failures by step ("expect_timeout: connect step 2
     /// ($.op = auth_ok)"); bounded as hub errors are. Rare path.
     public var stepErrors: [String: UInt64] = [:]
+    /// Socket.IO clients: CONNECT_ERROR messages by text ("not authorized"); bounded as hub
+    /// errors are (`countConnectError`). Rare path.
+    public var connectErrorMessages: [String: UInt64] = [:]
     public static let maxDistinctHubErrors = 100
 
     public init() {
@@ -372,6 +400,7 @@ public struct MetricsShard: Sendable {
         for (k, v) in other.upgradeStatuses { upgradeStatuses[k, default: 0] &+= v }
         for (k, v) in other.hubErrorMessages { countHubError(k, v) }
         for (k, v) in other.closeCodes { countCloseKey(k, v) }
+        for (k, v) in other.connectErrorMessages { countConnectError(k, v) }
         for (k, v) in other.stepErrors { countStepError(k, v) }
         for text in other.samples where samples.count < Self.maxSamples { samples.append(text) }
         named.add(other.named)
@@ -389,6 +418,7 @@ public struct MetricsShard: Sendable {
         upgradeStatuses.removeAll(keepingCapacity: true)
         hubErrorMessages.removeAll(keepingCapacity: true)
         closeCodes.removeAll(keepingCapacity: true)
+        connectErrorMessages.removeAll(keepingCapacity: true)
         stepErrors.removeAll(keepingCapacity: true)
         samples.removeAll(keepingCapacity: true)
         named.reset()

@@ -22,6 +22,11 @@ extension MetricsShard {
         Self.countBounded(&closeCodes, Self.cut(key, to: Self.maxHubErrorBytes), n)
     }
 
+    /// Counts a Socket.IO CONNECT_ERROR by the server's message (cut as hub errors are).
+    public mutating func countConnectError(_ text: String, _ n: UInt64 = 1) {
+        Self.countBounded(&connectErrorMessages, Self.cut(text, to: Self.maxHubErrorBytes), n)
+    }
+
     /// Counts a connect step's failure, named by the workload ("expect_timeout: connect step 2").
     public mutating func countStepError(_ text: String, _ n: UInt64 = 1) {
         Self.countBounded(&stepErrors, Self.cut(text, to: Self.maxHubErrorBytes), n)

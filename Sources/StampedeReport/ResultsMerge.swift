@@ -195,6 +195,11 @@ public enum ResultsMerge {
             MetricsShard.addBounded(&merged, c)
             s.closeCodes = merged
         }
+        if let c = o.connectErrors {
+            var merged = s.connectErrors ?? [:]
+            MetricsShard.addBounded(&merged, c)
+            s.connectErrors = merged
+        }
         if let f = o.flow {
             var merged = s.flow ?? RunSummary.Flow(counters: [:], stepErrors: [:], unrecognisedSamples: [])
             sum(&merged.counters, f.counters)

@@ -156,6 +156,7 @@ public enum ResultsWriter {
         summary.thresholds = record.thresholds
         summary.workers = record.workers
         summary.closeCodes = t.closeCodes
+        summary.connectErrors = t.connectErrorMessages.isEmpty ? nil : t.connectErrorMessages
         summary.flow = flowSummary(t)
         return summary
     }
@@ -494,9 +495,10 @@ extension LatencyMetric {
     /// How this metric relates to coordinated omission (the exhaustive switch forces a decision for new metrics).
     public var correction: LatencyCorrectionKind {
         switch self {
-        case .roundTrip, .fanout, .streamItem, .http2xx, .http3xx, .http4xx, .http5xx: .corrected
-        case .roundTripUncorrected, .fanoutUncorrected, .httpUncorrected: .uncorrected
-        case .tcpConnect, .tlsHandshake, .upgrade, .negotiate, .handshake, .pingRoundTrip, .staleness: .notApplicable
+        case .roundTrip, .fanout, .streamItem, .http2xx, .http3xx, .http4xx, .http5xx, .ack: .corrected
+        case .roundTripUncorrected, .fanoutUncorrected, .httpUncorrected, .ackUncorrected: .uncorrected
+        case .tcpConnect, .tlsHandshake, .upgrade, .negotiate, .handshake, .pingRoundTrip, .staleness,
+             .eioHandshake, .namespaceConnect: .notApplicable
         }
     }
 
@@ -506,6 +508,7 @@ extension LatencyMetric {
         case .roundTrip: .roundTripUncorrected
         case .fanout: .fanoutUncorrected
         case .http2xx: .httpUncorrected
+        case .ack: .ackUncorrected
         default: nil
         }
     }

@@ -49,6 +49,8 @@ public struct RunSummary: Codable, Sendable, Equatable {
     public var workers: [Worker]? = nil
     /// Closes the server started by "code reason" ("4401 auth first"; nil: written before it).
     public var closeCodes: [String: UInt64]? = nil
+    /// Socket.IO runs: CONNECT_ERROR messages by text (nil: none, or not a Socket.IO run).
+    public var connectErrors: [String: UInt64]? = nil
     /// WebSocket flows: named counters, step errors, unrecognised frames (`RunSummary+Flow`).
     public var flow: Flow? = nil
 
@@ -209,6 +211,7 @@ public struct RunSummary: Codable, Sendable, Equatable {
         case hubErrors = "hub_errors"
         case storms, rest, tls, thresholds, workers, flow
         case closeCodes = "close_codes"
+        case connectErrors = "connect_errors"
     }
 
     // Written by hand only so that nil optionals become `null` instead of disappearing.
@@ -236,6 +239,7 @@ public struct RunSummary: Codable, Sendable, Equatable {
         try c.encode(storms, forKey: .storms); try c.encode(rest, forKey: .rest)
         try c.encode(tls, forKey: .tls); try c.encode(thresholds, forKey: .thresholds); try c.encode(workers, forKey: .workers)
         try c.encode(closeCodes, forKey: .closeCodes); try c.encode(flow, forKey: .flow)
+        try c.encode(connectErrors, forKey: .connectErrors)
     }
 
     /// The summary as written to summary.json: pretty-printed, keys sorted, trailing newline.

@@ -96,6 +96,10 @@ enum RunHeadline {
             let top = codes.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.prefix(20)
             out += HTML.table(["server close", "count"], top.map { [$0.key, Fmt.int($0.value)] }, id: "close-codes", numeric: [1])
         }
+        if let texts = s.connectErrors, !texts.isEmpty {
+            let top = texts.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.prefix(20)
+            out += HTML.table(["namespace refused (CONNECT_ERROR)", "count"], top.map { [$0.key, Fmt.int($0.value)] }, id: "connect-errors", numeric: [1])
+        }
         if let f = s.flow {
             if !f.stepErrors.isEmpty {
                 let top = f.stepErrors.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.prefix(20)
