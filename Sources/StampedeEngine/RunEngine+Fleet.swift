@@ -57,7 +57,7 @@ extension ClientEndpoint {
         switch self {
         case .webSocket(let e): Int(e.address.port)
         case .hub(_, let base): base.port
-        case .rest(_, _, let port, _): port
+        case .rest(_, _, let port, _), .socketIO(_, _, let port): port
         }
     }
 }

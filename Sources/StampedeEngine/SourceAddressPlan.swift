@@ -46,7 +46,7 @@ extension ClientEndpoint {
         switch self {
         case .webSocket(let e): e.addresses.isEmpty ? [e.address] : e.addresses
         case .hub(let addresses, _): addresses
-        case .rest(let addresses, _, _, _): addresses
+        case .rest(let addresses, _, _, _), .socketIO(let addresses, _, _): addresses
         }
     }
 

@@ -121,6 +121,9 @@ public enum ReconnectSpec: Sendable, Equatable {
     case none
     /// SignalR's default: 0, 2, 10, 30 seconds, then give up.
     case signalRDefault
+    /// The official Socket.IO client's: 1 s doubling to 5 s, each delay randomised ±50 %
+    /// (randomizationFactor 0.5), attempts unlimited (docs/protocols.md §Socket.IO).
+    case socketIODefault
     case delays([Double])
     /// Doubling from `initial` up to `max`, at most `attempts` attempts, with jitter.
     case exponential(initialSeconds: Double, maxSeconds: Double, attempts: Int, jitter: Jitter)

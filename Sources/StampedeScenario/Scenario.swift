@@ -51,6 +51,8 @@ public struct Scenario: Sendable, Equatable {
     public var rest: RestSpec? = nil
     /// WebSocket flow workloads only: the declared message flow.
     public var websocket: WebSocketFlowSpec? = nil
+    /// Workload `socketio`: the `socketio` section.
+    public var socketio: SocketIOSpec? = nil
     /// TLS settings: set for every `wss://` and `https://` target (defaults when the scenario has
     /// no `tls:` block), and for `target: embedded` with a `tls:` block (the embedded server then
     /// serves TLS); nil means plain TCP.
@@ -162,6 +164,9 @@ public enum Workload: String, Sendable, Equatable, CaseIterable {
     /// WebSocket clients that speak the server's own protocol, declared as a flow in the
     /// `websocket` section (connect steps, messages, correlated replies).
     case websocket
+    /// Socket.IO clients (protocol 5 over Engine.IO 4: long polling, WebSocket, the upgrade),
+    /// described in the `socketio` section.
+    case socketio
 }
 
 public enum LoadModel: String, Sendable, Equatable, CaseIterable {

@@ -3,7 +3,7 @@ import Yams
 
 extension Reader {
     /// A text template, its named placeholders checked against the secrets and the captures set so far.
-    fileprivate func checkedTemplate(_ template: MessageTemplate, at node: Node, field: String, names: some FlowNamesView) throws(ScenarioError) -> MessageTemplate {
+    func checkedTemplate(_ template: MessageTemplate, at node: Node, field: String, names: some FlowNamesView) throws(ScenarioError) -> MessageTemplate {
         for name in template.namedPlaceholders where !names.secrets.contains(name) && !names.captures.contains(name) {
             if names.later.contains(name) {
                 throw error(at: node, field: field, "the capture {\(name)} is used before the step that sets it")

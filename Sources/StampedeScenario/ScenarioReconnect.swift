@@ -1,8 +1,10 @@
 import Yams
 
 extension Reader {
-    func reconnectSpec(_ node: Node, field: String = "hub.reconnect") throws(ScenarioError) -> ReconnectSpec {
-        let form = "expected 'none', 'default' (0s, 2s, 10s, 30s), a list of delays like [0s, 2s, 10s], "
+    /// `reconnect`: `default` is the protocol's official client's (`defaultSpec`).
+    func reconnectSpec(_ node: Node, field: String = "hub.reconnect", defaultSpec: ReconnectSpec = .signalRDefault) throws(ScenarioError) -> ReconnectSpec {
+        let described = defaultSpec == .socketIODefault ? "1s doubling to 5s, ±50 %, unlimited" : "0s, 2s, 10s, 30s"
+        let form = "expected 'none', 'default' (\(described)), a list of delays like [0s, 2s, 10s], "
             + "or {exponential: {initial: 1s, max: 30s, attempts: 10, jitter: full}}"
         switch node {
         case .scalar(let scalar):
@@ -10,7 +12,7 @@ extension Reader {
             guard node.tag.rawValue == Tag.Name.str.rawValue else { break }
             switch scalar.string {
             case "none": return .none
-            case "default": return .signalRDefault
+            case "default": return defaultSpec
             default: break
             }
         case .mapping(let mapping):

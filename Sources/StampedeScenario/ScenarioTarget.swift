@@ -142,7 +142,10 @@ extension ScenarioLoader {
     /// `target` field; use it for `--target` overrides too.
     public static func targetProblem(_ target: Target, workload: Workload) -> String? {
         switch (workload, target) {
-        case (_, .embedded), (.chat, .webSocket), (.websocket, .webSocket), (.hub, .http), (.rest, .http): return nil
+        case (_, .embedded), (.chat, .webSocket), (.websocket, .webSocket), (.hub, .http), (.rest, .http), (.socketio, .http): return nil
+        case (.socketio, .webSocket):
+            return "the socketio workload needs 'embedded' or the server's http:// or https:// base URL (Engine.IO starts "
+                + "with long polling and switches to ws:// or wss:// itself), got a ws:// URL"
         case (.rest, .webSocket):
             return "the rest workload needs 'embedded' or the API's http:// or https:// base URL, got a ws:// URL"
         case (.chat, .http):

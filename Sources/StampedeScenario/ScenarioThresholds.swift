@@ -124,14 +124,14 @@ public enum ThresholdMetricKind: Sendable, Equatable {
     public static let latencyKeys = [
         "round_trip", "round_trip_uncorrected", "fanout", "fanout_uncorrected", "tcp_connect", "tls_handshake", "ws_upgrade",
         "negotiate", "handshake", "stream_item", "ping_round_trip", "http_2xx", "http_3xx", "http_4xx", "http_5xx",
-        "http_uncorrected", "staleness",
+        "http_uncorrected", "staleness", "eio_handshake", "namespace_connect", "ack", "ack_uncorrected",
     ]
     public static let errorClassKeys = [
         "connect_refused", "connect_timeout", "connect_error", "upgrade_rejected", "upgrade_invalid", "upgrade_timeout",
         "protocol_error", "invalid_utf8", "message_too_big", "connection_reset", "unexpected_eof", "closed_with_error",
         "io_error", "http_status", "negotiate_failed", "no_transport", "handshake_failed", "handshake_timeout",
         "server_timeout", "hub_error", "unexpected_reply", "response_timeout", "interrupted", "tls_handshake_failed",
-        "tls_verify_failed", "tls_protocol_error", "expect_timeout", "expect_mismatch",
+        "tls_verify_failed", "tls_protocol_error", "expect_timeout", "expect_mismatch", "namespace_refused",
     ]
     public static let counterKeys = [
         "connect_attempts", "connected", "connect_failed", "disconnected", "messages_sent", "messages_delivered",
@@ -141,7 +141,7 @@ public enum ThresholdMetricKind: Sendable, Equatable {
         "connected_server_sent_events", "connected_long_polling", "sent_websockets", "sent_server_sent_events",
         "sent_long_polling", "churn_left", "churn_joined", "not_modified", "changed", "unprocessed", "clients_stopped",
         "redirects_followed", "rate_limit_headers_seen", "retry_after_seen", "tls_handshakes", "tls_resumed",
-        "unrecognised_frames", "flow_ignored", "flow_responded",
+        "unrecognised_frames", "flow_ignored", "flow_responded", "upgraded", "upgrades_failed", "acks_received",
     ]
     static let stormKeys = ["p50", "p99", "p100"]
     static let messageKeys = ["lost", "failed", "delivered"]

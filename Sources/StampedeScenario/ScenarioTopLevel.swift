@@ -91,6 +91,11 @@ extension Reader {
             throw error(at: keyNode, field: "websocket",
                         "only for workload websocket (this scenario's workload is '\(workload.rawValue)'): remove the section or set 'workload: websocket'")
         }
+        var socketio: SocketIOSpec?
+        if workload != .socketio, let keyNode = fields.keyNode("socketio") {
+            throw error(at: keyNode, field: "socketio",
+                        "only for workload socketio (this scenario's workload is '\(workload.rawValue)'): remove the section or set 'workload: socketio'")
+        }
         if workload != .rest, let keyNode = fields.keyNode("rest") {
             throw error(at: keyNode, field: "rest",
                         "only for workload rest (this scenario's workload is '\(workload.rawValue)'): remove the section or set 'workload: rest'")
@@ -123,6 +128,19 @@ extension Reader {
             if let spec = websocket, !spec.subprotocols.isEmpty, let node = fields["subprotocol"] {
                 throw error(at: node, field: "subprotocol", "both subprotocol and websocket.subprotocols are given: keep only websocket.subprotocols")
             }
+        case .socketio:
+            guard let node = fields["socketio"] else {
+                throw error(at: fields["workload"] ?? root, field: "socketio",
+                            "missing required field 'socketio': workload 'socketio' needs a 'socketio' section with the event each "
+                                + "client emits (see scenarios/socketio-chat.yaml)")
+            }
+            if let keyNode = fields.keyNode("hub") {
+                throw error(at: keyNode, field: "hub", "only for workload hub (this scenario's workload is 'socketio')")
+            }
+            if let n = fields["subprotocol"] {
+                throw error(at: n, field: "subprotocol", "Socket.IO's WebSocket transport offers no subprotocol: remove it")
+            }
+            socketio = try socketIOSpec(node, message: message)
         case .chat:
             if let keyNode = fields.keyNode("hub") {
                 throw error(
@@ -155,6 +173,7 @@ extension Reader {
             maxMessageBytes: maxMessageBytes, sourceAddresses: sourceAddresses, hub: hub)
         scenario.rest = rest
         scenario.websocket = websocket
+        scenario.socketio = socketio
         if let websocket {
             scenario.declaredMetrics = ThresholdNames(latencies: Set(websocket.latencyKeys), counters: Set(websocket.counterKeys))
         }
@@ -164,6 +183,7 @@ extension Reader {
         if let node = fields["reconnect"] {
             guard workload == .chat || workload == .websocket else {
                 throw error(at: node, field: "reconnect", workload == .hub ? "hub clients take their policy from 'hub.reconnect'"
+                            : workload == .socketio ? "Socket.IO clients take their policy from 'socketio.reconnect'"
                             : "REST clients open a new connection when they need one; there is nothing to reconnect")
             }
             scenario.reconnect = try reconnectSpec(node, field: "reconnect")
@@ -174,6 +194,7 @@ extension Reader {
         if let node = fields["heartbeat"] {
             guard workload == .chat || workload == .websocket else {
                 throw error(at: node, field: "heartbeat", workload == .hub ? "hub clients use 'hub.keep_alive' and 'hub.server_timeout'"
+                            : workload == .socketio ? "Socket.IO's server pings and its clients answer (the server's pingInterval and pingTimeout)"
                             : "REST clients have no heartbeat: their polls are the traffic")
             }
             guard case .mapping(let m) = node else {

@@ -33,7 +33,7 @@ extension Reader {
         let fields = try Fields(mapping, path: "websocket", known: Keys.websocket, reader: self)
         var spec = WebSocketFlowSpec()
         if let node = fields["subprotocols"] { spec.subprotocols = try subprotocolList(node) }
-        if let node = fields["secrets"] { spec.secrets = try secretList(node) }
+        if let node = fields["secrets"] { spec.secrets = try secretList(node, section: "websocket") }
         var names = FlowNames(secrets: spec.secrets.map(\.name))
         if let node = fields["headers"] {
             spec.headers = try headerList(node, path: "websocket.headers")
@@ -126,12 +126,13 @@ extension Reader {
         return result
     }
 
-    private func secretList(_ node: Node) throws(ScenarioError) -> [WebSocketFlowSpec.Secret] {
-        let mapping = try mappingNode(node, field: "websocket.secrets", expecting: "a mapping of names to {env: NAME}, {file: PATH} or a literal")
+    /// A section's `secrets`: names to `{env: NAME}`, `{file: PATH}` or a literal.
+    func secretList(_ node: Node, section: String) throws(ScenarioError) -> [WebSocketFlowSpec.Secret] {
+        let mapping = try mappingNode(node, field: "\(section).secrets", expecting: "a mapping of names to {env: NAME}, {file: PATH} or a literal")
         var result: [WebSocketFlowSpec.Secret] = []
         for (keyNode, value) in mapping {
-            let name = try string(keyNode, field: "websocket.secrets", expecting: "a secret's name")
-            let field = "websocket.secrets.\(name)"
+            let name = try string(keyNode, field: "\(section).secrets", expecting: "a secret's name")
+            let field = "\(section).secrets.\(name)"
             try checkName(name, at: keyNode, field: field, what: "secret")
             guard let source = try tokenSource(value, field: field) else {
                 throw error(at: value, field: field, "expected a value, {env: NAME} or {file: PATH}, got nothing")
@@ -142,7 +143,7 @@ extension Reader {
     }
 
     /// A name usable as `{name}`: letters, digits and '_', not a built-in placeholder.
-    private func checkName(_ name: String, at node: Node, field: String, what: String) throws(ScenarioError) {
+    func checkName(_ name: String, at node: Node, field: String, what: String) throws(ScenarioError) {
         guard let first = name.unicodeScalars.first, first == "_" || ("a"..."z").contains(first) || ("A"..."Z").contains(first),
               name.unicodeScalars.allSatisfy({ $0 == "_" || isAlphanumeric($0) }) else {
             throw error(at: node, field: field, "expected a \(what) name of letters, digits and '_' (not starting with a digit), got \(describe(node))")

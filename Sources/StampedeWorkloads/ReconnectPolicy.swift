@@ -19,6 +19,11 @@ public struct ReconnectPolicy: Sendable, Equatable {
         switch spec {
         case .none: return nil
         case .signalRDefault: delays = Self.signalRDefaultDelays
+        case .socketIODefault:
+            // socket.io-client's Backoff: 1 s × 2^n, moved by up to ±50 % (randomizationFactor 0.5), then capped at 5 s.
+            let base = min(1 * pow(2, Double(min(previousAttempts, 62))), 1e9)
+            let deviation = base * 0.5 * unitRandom
+            return min(unitRandom < 0.5 ? base - deviation : base + deviation, 5)
         case .delays(let d): delays = d
         case .exponential(let initial, let maxDelay, let attempts, let jitter):
             guard previousAttempts < attempts else { return nil }

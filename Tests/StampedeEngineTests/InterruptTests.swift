@@ -70,7 +70,7 @@ struct InterruptTests {
         #expect(stop < 5, "stopped \(stop) s after the interrupt (generous bound; Benchmarks/stop-latency.sh measures it)")
     }
 
-    @Test(arguments: [Workload.chat, .hub, .rest, .websocket])
+    @Test(arguments: [Workload.chat, .hub, .rest, .websocket, .socketio])
     func attemptsCutOffByAnInterruptCountAsInterrupted(_ workload: Workload) throws {
         let silent = try SilentListener()
         var s: Scenario
@@ -86,6 +86,10 @@ struct InterruptTests {
             s = try flowScenario(target: "ws://127.0.0.1:\(silent.port)/ws", clients: 4, flow: """
                   send: ['{"id":{sequence}}']
                   replies: [{name: ack, match: {$.ok: true}, correlate: {sent: $.id, received: $.id}}]
+                """)
+        case .socketio:
+            s = try socketIOScenario(target: "http://127.0.0.1:\(silent.port)", clients: 4, section: """
+                  emit: {event: echo, args: ["{stamp}"], ack: true}
                 """)
         }
         s.connectTimeoutSeconds = 20

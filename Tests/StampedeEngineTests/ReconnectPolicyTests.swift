@@ -9,6 +9,14 @@ struct ReconnectPolicyTests {
         #expect((0..<5).map { p.nextDelay(previousAttempts: $0) } == [0, 2, 10, 30, nil])
     }
 
+    @Test func socketIODefaultDoublesFromOneSecondToFiveWithinHalfEitherWayAndNeverGivesUp() {
+        let p = ReconnectPolicy(.socketIODefault)
+        #expect((0..<5).map { p.nextDelay(previousAttempts: $0, unitRandom: 0.75) } == [1.375, 2.75, 5, 5, 5])
+        #expect((0..<5).map { p.nextDelay(previousAttempts: $0, unitRandom: 0) } == [1, 2, 4, 5, 5])
+        #expect(p.nextDelay(previousAttempts: 0, unitRandom: 0.4) == 0.8)
+        #expect(p.nextDelay(previousAttempts: 10_000, unitRandom: 0.99) == 5)
+    }
+
     @Test func aDelayListStopsAfterItsLastEntry() {
         let p = ReconnectPolicy(.delays([0.5, 1]))
         #expect((0..<3).map { p.nextDelay(previousAttempts: $0) } == [0.5, 1, nil])

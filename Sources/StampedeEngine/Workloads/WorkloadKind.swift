@@ -50,6 +50,7 @@ enum WorkloadKinds {
         case .hub: HubKind()
         case .rest: RestKind()
         case .websocket: WebSocketFlowKind()
+        case .socketio: SocketIOKind()
         }
     }
 }
@@ -60,6 +61,9 @@ enum ClientEndpoint {
     case hub(addresses: [SocketAddress], base: HubURL)
     /// A REST API: where to connect, the Host header's host and port, and the base path.
     case rest(addresses: [SocketAddress], host: String, port: Int, basePath: String)
+    /// A Socket.IO server: where to connect, and the Host header's host and port (the
+    /// Engine.IO path and the namespace are the scenario's).
+    case socketIO(addresses: [SocketAddress], host: String, port: Int)
 }
 
 /// What every workload's clients of one loop are made from.

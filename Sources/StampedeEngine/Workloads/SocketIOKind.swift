@@ -1,0 +1,45 @@
+import StampedeLoop
+import StampedeMetrics
+import StampedeScenario
+import StampedeServers
+import StampedeWorkloads
+
+/// The Socket.IO workload: Socket.IO 5 clients over Engine.IO 4 against `SocketIOServer` or
+/// the scenario's server.
+struct SocketIOKind: WorkloadKind {
+    /// Long polling holds a second connection for its POSTs (the official client's way).
+    func descriptorsPerClient(_ s: Scenario) -> Int { s.socketio?.transports == [.websocket] ? 1 : 2 }
+
+    /// Rooms and the server's own routing decide who receives an event: not computed.
+    func expectsFanout(_ s: Scenario) -> Bool { false }
+
+    func progressLatency(_ interval: MetricsShard) -> [LatencyMetric] {
+        interval.histograms[LatencyMetric.ack.rawValue].totalCount > 0 ? [.ack] : [.roundTrip]
+    }
+
+    func startEmbeddedServer(on loop: EventLoop, _ scenario: Scenario, tls: TLSContext?) throws(RunSetupError) -> (any FaultTarget, ClientEndpoint) {
+        throw RunSetupError("the embedded Socket.IO server is not built yet")
+    }
+
+    func serveArguments(_ scenario: Scenario) throws(RunSetupError) -> (arguments: [String], environment: [String: String]) { (["--socketio"], [:]) }
+
+    func embeddedEndpoint(_ scenario: Scenario, address: SocketAddress, port: Int) -> ClientEndpoint {
+        .socketIO(addresses: [address], host: "127.0.0.1", port: port)
+    }
+
+    func targetEndpoint(_ scenario: Scenario) throws(RunSetupError) -> ClientEndpoint {
+        guard case .http(let url) = scenario.target else { throw RunSetupError("the socketio workload cannot use target \(scenario.target)") }
+        return .socketIO(addresses: try scenario.addresses(host: url.host, port: url.port), host: url.host, port: url.port)
+    }
+
+    func makeClients(_ setup: LoopClientsSetup) throws(RunSetupError) -> any LoopWorkload {
+        throw RunSetupError("the Socket.IO clients are not built yet")
+    }
+
+    /// Polling needs sticky sessions: an Engine.IO sid is known only to the process that opened it.
+    func crossProcessProblem(_ s: Scenario) -> String? {
+        s.socketio?.transports == [.websocket] ? nil
+            : "a Socket.IO server of several processes takes only WebSocket clients (socketio.transports: [websocket]): an Engine.IO "
+                + "session id is known only to the process that opened it, so long polling needs sticky sessions"
+    }
+}
