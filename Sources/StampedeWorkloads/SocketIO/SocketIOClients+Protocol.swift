@@ -157,7 +157,9 @@ extension SocketIOClients {
         case .handshakeInvalid: fail(k, .handshakeFailed)
         case .namespaceRefused(let message):
             metrics.countConnectError(message.map { String(decoding: UnsafeRawBufferPointer(rebasing: packet[$0]), as: UTF8.self) } ?? "")
-            fail(k, .namespaceRefused)
+            // socket.io-client does not retry a refused CONNECT: the server said no.
+            metrics.error(.namespaceRefused)
+            self.end(k, reconnect: false)
         case .disconnectedByServer, .closedByServer:
             // The server's choice: the official client reconnects after a close, not after a
             // namespace disconnect; a load generator's clients come back either way, by the policy.
