@@ -11,7 +11,7 @@ extension SocketIOClientSession {
     /// answer index `packet`, except `.binary`'s, which index `binaryHead`.
     public mutating func receive(_ packet: UnsafeRawBufferPointer, binary: Bool, on transport: SocketIOTransport,
                                  now: UInt64) -> SocketIOClientAction {
-        if deliveredBinary { releaseBinary() }
+        if assembly?.isComplete == true { assembly = nil }  // the last answer's storage
         guard phase != .ended else { return .skipped }
         dataReceived(now: now)
         if binary { return attachment(packet) }
@@ -49,7 +49,7 @@ extension SocketIOClientSession {
 
     /// A Socket.IO packet in an Engine.IO message.
     mutating func message(_ packet: UnsafeRawBufferPointer, _ data: Range<Int>) -> SocketIOClientAction {
-        guard pendingBinary == nil else { return fail(.attachmentsMissing) }
+        guard assembly == nil else { return fail(.attachmentsMissing) }
         let body = UnsafeRawBufferPointer(rebasing: packet[data])
         guard let p = SocketIOPacket.parse(body) else { return fail(.invalidSocketIOPacket) }
         guard p.namespaceIs(configuration.namespace, in: body) else { return .skipped }
@@ -73,31 +73,20 @@ extension SocketIOClientSession {
             if p.type == .binaryAck && p.ackId == nil { return fail(.invalidSocketIOPacket) }
             guard p.attachments <= configuration.maxAttachments,
                   body.count <= configuration.maxAttachmentBytes else { return end(.messageTooBig) }
-            binaryHead = Array(body)
-            attachments = []
-            attachmentBytes = 0
-            guard p.attachments > 0 else {
-                deliveredBinary = true
-                return .binary(p)
-            }
-            attachments.reserveCapacity(p.attachments)
-            attachmentsDue = p.attachments
-            pendingBinary = p
-            return .skipped
+            assembly = SocketIOBinaryAssembly(head: Array(body), packet: p)
+            return p.attachments == 0 ? .binary(p) : .skipped
         }
     }
 
     /// One binary attachment.
     mutating func attachment(_ bytes: UnsafeRawBufferPointer) -> SocketIOClientAction {
-        guard phase == .connected, let p = pendingBinary else { return fail(.unexpectedAttachment) }
-        attachmentBytes += bytes.count
-        guard attachmentBytes + binaryHead.count <= configuration.maxAttachmentBytes else { return end(.messageTooBig) }
-        attachments.append(Array(bytes))
-        attachmentsDue -= 1
-        guard attachmentsDue == 0 else { return .skipped }
-        pendingBinary = nil
-        deliveredBinary = true
-        return .binary(p)
+        if !isKnownUniquelyReferenced(&assembly) { assembly = assembly.map(SocketIOBinaryAssembly.init(copying:)) }
+        guard phase == .connected, let b = assembly, !b.isComplete else { return fail(.unexpectedAttachment) }
+        b.bytes += bytes.count
+        guard b.bytes + b.head.count <= configuration.maxAttachmentBytes else { return end(.messageTooBig) }
+        b.attachments.append(Array(bytes))
+        b.due -= 1
+        return b.isComplete ? .binary(b.packet) : .skipped
     }
 
     /// CONNECT_ERROR's message: `{"message":"…"}`'s string (Socket.IO 5), or a bare string (4.x
@@ -119,16 +108,6 @@ extension SocketIOClientSession {
     mutating func end(_ how: SocketIOSessionEnd) -> SocketIOClientAction {
         endNow()
         return .ended(how)
-    }
-
-    /// Frees a binary packet's storage.
-    mutating func releaseBinary() {
-        deliveredBinary = false
-        pendingBinary = nil
-        attachmentsDue = 0
-        attachmentBytes = 0
-        if binaryHead.capacity > 0 { binaryHead = [] }
-        if attachments.capacity > 0 { attachments = [] }
     }
 }
 

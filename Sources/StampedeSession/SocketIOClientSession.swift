@@ -149,16 +149,13 @@ public struct SocketIOClientSession: Sendable {
     /// Long polling: a GET / a POST is outstanding.
     public internal(set) var pollInFlight = false
     public internal(set) var postInFlight = false
-    /// A binary packet waiting for its attachments: its head, the attachments so far, and how
-    /// many there will be (storage only while one is pending, or after it completed until the
-    /// next call).
-    public internal(set) var binaryHead: [UInt8] = []
-    public internal(set) var attachments: [[UInt8]] = []
-    var attachmentsDue = 0
-    var attachmentBytes = 0
-    var pendingBinary: SocketIOPacket? = nil
-    /// The last answer was `.binary`: its storage goes at the next call.
-    var deliveredBinary = false
+    /// A binary packet waiting for its attachments, or just assembled (until the next call):
+    /// storage made on use, so a session that never sees one carries one nil reference.
+    var assembly: SocketIOBinaryAssembly? = nil
+    /// The head of the binary packet of the last `.binary` answer (its ranges index it).
+    public var binaryHead: [UInt8] { assembly?.head ?? [] }
+    /// The attachments of the binary packet of the last `.binary` answer, in order.
+    public var attachments: [[UInt8]] { assembly?.attachments ?? [] }
 
     /// A session whose first transport is about to open (`configuration.transports.first`).
     public init(_ configuration: Configuration, now: UInt64) {
@@ -252,7 +249,7 @@ public struct SocketIOClientSession: Sendable {
     /// We end the session ourselves (a close, a transport lost): nothing more is read.
     public mutating func endNow() {
         phase = .ended
-        releaseBinary()
+        assembly = nil
     }
 
     // MARK: Packets we write (Engine.IO packets: a type digit then data)
@@ -278,4 +275,27 @@ public struct SocketIOClientSession: Sendable {
 
     /// Writes the DISCONNECT a client sends for its namespace when it leaves (an Engine.IO message).
     public func writeDisconnect(into out: UnsafeMutableRawBufferPointer) -> Int? { writeHead(.disconnect, into: out) }
+}
+
+/// A binary packet's head and its attachments as they arrive (a class so that a session without
+/// one carries a nil reference; copied before a write when shared, for value semantics, so
+/// no two sessions ever write the same one).
+final class SocketIOBinaryAssembly: @unchecked Sendable {
+    var head: [UInt8]
+    var packet: SocketIOPacket
+    var attachments: [[UInt8]] = []
+    var due: Int
+    var bytes = 0
+
+    init(head: [UInt8], packet: SocketIOPacket) {
+        self.head = head; self.packet = packet; due = packet.attachments
+        attachments.reserveCapacity(packet.attachments)
+    }
+
+    init(copying o: SocketIOBinaryAssembly) {
+        head = o.head; packet = o.packet; attachments = o.attachments; due = o.due; bytes = o.bytes
+    }
+
+    /// Every attachment arrived.
+    var isComplete: Bool { due == 0 }
 }

@@ -110,7 +110,7 @@ extension SocketIOClients {
 
     /// Renders `template` into `scratch` at `at`; the bytes written, nil when they would pass `limit`.
     func render(_ k: Int, _ template: MessageTemplate, at: Int, sequence: UInt32, stamp: MessageStamp, limit: Int? = nil) -> Int? {
-        let user = userName(k)
+        let user = templatesNameUser ? userName(k) : []
         return user.withUnsafeBytes { u in
             var values = TemplateValues(stamp: stamp, client: plan.globalIndices[k], sequence: sequence, user: u,
                                         named: UnsafeBufferPointer(named), random: random.next())

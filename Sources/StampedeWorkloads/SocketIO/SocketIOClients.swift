@@ -44,6 +44,8 @@ public final class SocketIOClients: EventLoopHandler, LoopWorkload, @unchecked S
     public internal(set) var totalOutstanding: UInt64 = 0
     var stormBook = StormBook()
     public var storms: [StormShard] { stormBook.shards }
+    /// Whether any template names the user (`{user}`, `{user_uuid}`): only then is a client's name made.
+    let templatesNameUser: Bool
     /// The ack timeout (`spec.ackTimeoutSeconds`): emits awaited longer are lost (`no_reply`).
     let ackTimeoutNs: UInt64
 
@@ -73,6 +75,11 @@ public final class SocketIOClients: EventLoopHandler, LoopWorkload, @unchecked S
             named[i] = UnsafeRawBufferPointer(copy)
         }
         ackTimeoutNs = nanoseconds(plan.spec.ackTimeoutSeconds)
+        let spec = plan.spec
+        let templates = [spec.auth].compactMap { $0 } + (spec.connect + [spec.emit].compactMap { $0 }).flatMap { [$0.data] + $0.binary }
+        templatesNameUser = templates.contains { t in
+            t.segments.contains { $0 == .placeholder(.user) || $0 == .placeholder(.userUUID) }
+        }
         loop.handler = self
     }
 
@@ -156,7 +163,7 @@ public final class SocketIOClients: EventLoopHandler, LoopWorkload, @unchecked S
             sendTimerFired(k, deadline: deadline, token: token)
         case .handshakeTimeout:
             guard clients[k].epoch == epoch, Self.isConnecting(clients[k].phase) else { return }
-            fail(k, clients[k].phase == .opening ? .handshakeTimeout : .handshakeTimeout)
+            fail(k, .handshakeTimeout)  // the open packet, the namespace or a connect emit
         case .reconnect:
             guard clients[k].epoch == epoch, clients[k].phase == .waitingToReconnect else { return }
             if phase == .closing { setPhase(k, .ended); return }
