@@ -143,8 +143,10 @@ extension SocketIOClients {
         let limit = clients[k].session.maxPayload ?? Int.max
         var cut = http.postQueue.count
         if cut > limit {
-            // Whole records only: the last separator within the limit (every record fits alone).
-            cut = http.postQueue[..<min(limit + 1, http.postQueue.count)].lastIndex(of: 0x1E) ?? cut
+            // Whole records only: the last separator within the limit, or else the first record
+            // alone (emits are checked against the limit; a binary attachment's base64 may pass it).
+            cut = http.postQueue[..<min(limit + 1, http.postQueue.count)].lastIndex(of: 0x1E)
+                ?? http.postQueue.firstIndex(of: 0x1E) ?? cut
         }
         clients[k].connections.postState = .posting
         _ = http.postExchange.start(method: .post, body: .discard, now: EventLoop.now())
