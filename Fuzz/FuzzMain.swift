@@ -25,6 +25,7 @@ enum FuzzTarget: String, CaseIterable {
     case webSocketSession = "websocket-session"
     case flow
     case flowSession = "flow-session"
+    case socketIOServer = "socketio-server"
     case socketIOSession = "socketio-session"
 
     func run(_ data: UnsafeRawBufferPointer) {
@@ -40,6 +41,7 @@ enum FuzzTarget: String, CaseIterable {
         case .webSocketSession: fuzzWebSocketSession(data)
         case .flow: fuzzFlow(data)
         case .flowSession: fuzzFlowSession(data)
+        case .socketIOServer: fuzzSocketIOServer(data)
         case .socketIOSession: fuzzSocketIOSession(data)
         }
     }

@@ -5,7 +5,7 @@ import StampedeMetrics
 // the scenario makes up.
 extension OpenMetricsText {
     static func named(_ t: MetricsShard, into w: inout Writer) {
-        let latencies = zip(t.named.latencyKeys, t.named.histograms).filter { $0.1.totalCount > 0 && LatencyMetric(key: $0.0) == nil }
+        let latencies = zip(t.named.latencyKeys, t.named.histograms).filter { $0.1.totalCount > 0 && !t.builtInHasSamples($0.0) }
         if !latencies.isEmpty {
             let name = "stampede_latency_seconds"
             w.family(name, .histogram, help: "Latencies the scenario names (summary.json latency_us), by metric, from the run's HdrHistograms.",

@@ -88,20 +88,29 @@ public struct NamedMetrics: Sendable {
 extension MetricsShard {
     /// Every latency with samples under its results key: the built-in metrics in `LatencyMetric`
     /// order, then the named ones in the order the scenario declares them. A named key equal to
-    /// a built-in one is left out (the scenario loader refuses such names).
+    /// a built-in one with samples is left out (the loader allows such names only for built-ins
+    /// the workload never records: a flow's `ack`).
     public var latenciesWithSamples: [(key: String, histogram: LatencyHistogram)] {
         var out: [(key: String, histogram: LatencyHistogram)] = []
         for m in LatencyMetric.allCases where histograms[m.rawValue].totalCount > 0 { out.append((m.key, histograms[m.rawValue])) }
-        for (key, h) in zip(named.latencyKeys, named.histograms) where h.totalCount > 0 && LatencyMetric(key: key) == nil {
+        for (key, h) in zip(named.latencyKeys, named.histograms) where h.totalCount > 0 && !builtInHasSamples(key) {
             out.append((key, h))
         }
         return out
     }
 
+    /// Whether `key` is a built-in latency with samples (a named one of that key then stays out of the results).
+    public func builtInHasSamples(_ key: String) -> Bool {
+        LatencyMetric(key: key).map { histograms[$0.rawValue].totalCount > 0 } ?? false
+    }
+
     /// The histogram under a results key, built-in or named; nil when there is none.
+    /// A name the scenario declared wins over a built-in key of the same name (a flow's `ack`
+    /// reply, where only Socket.IO clients record the built-in `ack`).
     public func latencyHistogram(key: String) -> LatencyHistogram? {
+        if let h = named.histogram(key) { return h }
         if let m = LatencyMetric(key: key) { return histograms[m.rawValue] }
-        return named.histogram(key)
+        return nil
     }
 }
 

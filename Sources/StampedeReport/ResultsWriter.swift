@@ -342,7 +342,7 @@ public enum ResultsWriter {
     /// left out: the scenario loader refuses it, and the built-in file must not be overwritten).
     static func namedLatenciesWithSamples(_ totals: MetricsShard) -> [String] {
         zip(totals.named.latencyKeys, totals.named.histograms).compactMap { key, h in
-            h.totalCount > 0 && LatencyMetric(key: key) == nil ? key : nil
+            h.totalCount > 0 && !totals.builtInHasSamples(key) ? key : nil
         }
     }
 

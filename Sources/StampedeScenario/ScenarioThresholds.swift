@@ -126,6 +126,9 @@ public enum ThresholdMetricKind: Sendable, Equatable {
         "negotiate", "handshake", "stream_item", "ping_round_trip", "http_2xx", "http_3xx", "http_4xx", "http_5xx",
         "http_uncorrected", "staleness", "eio_handshake", "namespace_connect", "ack", "ack_uncorrected",
     ]
+    /// Built-in latencies only Socket.IO clients record: a declared flow (which never records
+    /// them) may still name a reply so, as flows did before Socket.IO came (`ack`); its own wins.
+    public static let socketIOOnlyLatencyKeys: Set<String> = ["eio_handshake", "namespace_connect", "ack", "ack_uncorrected"]
     public static let errorClassKeys = [
         "connect_refused", "connect_timeout", "connect_error", "upgrade_rejected", "upgrade_invalid", "upgrade_timeout",
         "protocol_error", "invalid_utf8", "message_too_big", "connection_reset", "unexpected_eof", "closed_with_error",
@@ -154,7 +157,10 @@ public enum ThresholdMetricKind: Sendable, Equatable {
 
     /// The kind `name` is, among the built-in metrics and the names the scenario declares.
     public init?(_ name: String, names: ThresholdNames) {
-        if !Self.latencyKeys.contains(name) && names.latencies.contains(name) { self = .named(name); return }
+        if names.latencies.contains(name), !Self.latencyKeys.contains(name) || Self.socketIOOnlyLatencyKeys.contains(name) {
+            self = .named(name)
+            return
+        }
         if name.hasPrefix("counters."), names.counters.contains(String(name.dropFirst("counters.".count))),
            !Self.counterKeys.contains(String(name.dropFirst("counters.".count))) {
             self = .counter(String(name.dropFirst("counters.".count)))

@@ -300,7 +300,8 @@ extension Reader {
               let first = name.unicodeScalars.first, !("0"..."9").contains(first) else {
             throw error(at: node, field: field, "expected a name of letters, digits and '_' (it names a latency metric), got \(describe(node))")
         }
-        guard !ThresholdMetricKind.latencyKeys.contains(name), name != "connect_flow", !name.hasSuffix("_uncorrected") else {
+        let builtIn = ThresholdMetricKind.latencyKeys.contains(name) && !ThresholdMetricKind.socketIOOnlyLatencyKeys.contains(name)
+        guard !builtIn, name != "connect_flow", !name.hasSuffix("_uncorrected") else {
             throw error(at: node, field: field, "'\(name)' is the name of a built-in metric: choose another name")
         }
         guard !taken.contains(name) else { throw error(at: node, field: field, "the reply name '\(name)' is already used") }

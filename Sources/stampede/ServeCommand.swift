@@ -11,7 +11,7 @@ import Glibc
 
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run a reference server (on 127.0.0.1, or the local address --host names): the chat server (/chat), a SignalR hub (--hub) or a REST target (--rest).",
+        abstract: "Run a reference server (on 127.0.0.1, or the local address --host names): the chat server (/chat), a SignalR hub (--hub), a Socket.IO server (--socketio) or a REST target (--rest).",
         discussion: """
             A WebSocket endpoint that broadcasts every {"message","user","userID"} it receives to
             every connected client, with the server's "date" and "id" added.
@@ -19,6 +19,15 @@ struct Serve: ParsableCommand {
             With --rest, an HTTP/1.1 JSON API for ETag polling: every path under --path (/api)
             is a resource whose version changes --change-rate times a second; answers 304 to a
             matching If-None-Match, 401 without the --token, 429 past --rate-limit 200s a second.
+
+            With --socketio, a Socket.IO 4 server (Socket.IO 5 over Engine.IO 4) at --path
+            (/socket.io/): long polling, WebSocket and the upgrade; any namespace; the server
+            pings every --ping-interval ms and drops a client silent for --ping-timeout ms. Events:
+            join(room) joins a room; say({room?, text}) sends `said` with the same arguments to
+            the room (or the namespace), sender included; any other event with an ack is acked
+            with its own arguments (echo); binary attachments travel along; acks are [true] for
+            join and say. With --token (or --token-env), a CONNECT whose auth lacks
+            {"token":"<token>"} gets CONNECT_ERROR {"message":"not authorized"}.
 
             With --tls-cert and --tls-key (PEM files), or --tls-self-signed (a throw-away
             certificate for localhost, 127.0.0.1, ::1 and --host, written where the output says),
@@ -34,11 +43,15 @@ struct Serve: ParsableCommand {
             With --processes N, N server processes share the port (SO_REUSEPORT) under one
             supervisor: chat broadcasts reach the clients of every process, admin faults reach
             every process and /status sums them. Hub broadcasts and groups cross too, but hub
-            clients must use WebSockets and skip negotiation (no sticky sessions).
+            clients must use WebSockets and skip negotiation (no sticky sessions). Socket.IO
+            `said` broadcasts cross too, but Socket.IO clients must use the WebSocket transport
+            only (transports: [websocket]): a polling session lives in the process that
+            answered its handshake, and without sticky sessions its next request may reach another.
 
             Example:
               stampede serve --port 8765          # then target ws://127.0.0.1:8765/chat
               stampede serve --hub --port 5000    # then target http://127.0.0.1:5000/hub
+              stampede serve --socketio --port 3000 --token secret   # then target http://127.0.0.1:3000
               stampede serve --rest --port 8080 --change-rate 0.5 --token-env API_TOKEN --rate-limit 100
               stampede serve --port 8443 --tls-cert cert.pem --tls-key key.pem   # then wss://localhost:8443/chat
               stampede serve --hub --port 5001 --tls-self-signed --tls-cert-out /tmp/hub.pem
@@ -53,11 +66,23 @@ struct Serve: ParsableCommand {
     @Option(help: "Port (0 picks a free one).")
     var port: Int = 8765
 
-    @Option(help: "Path (default /chat, /hub with --hub, /api with --rest).")
+    @Option(help: "Path (default /chat, /hub with --hub, /socket.io/ with --socketio, /api with --rest).")
     var path: String?
 
     @Flag(help: "Serve the reference SignalR hub instead of the chat server.")
     var hub = false
+
+    @Flag(help: "Serve the reference Socket.IO server instead of the chat server (WebSocket-only clients with --processes).")
+    var socketio = false
+
+    @Option(help: "Socket.IO: the server pings every this many milliseconds (100...3600000; default 25000).")
+    var pingInterval: Int?
+
+    @Option(help: "Socket.IO: a ping unanswered this many milliseconds closes the session (100...3600000; default 20000).")
+    var pingTimeout: Int?
+
+    @Option(help: "Socket.IO: largest message or polling body accepted, in bytes (1024...67108864; default 1000000).")
+    var maxPayload: Int?
 
     @Flag(help: "Serve the reference REST target for ETag polling instead of the chat server.")
     var rest = false
@@ -65,10 +90,10 @@ struct Serve: ParsableCommand {
     @Option(help: "REST: version changes per second per resource (0 = never; default 1).")
     var changeRate: Double?
 
-    @Option(help: "REST: require 'Authorization: Bearer <token>'.")
+    @Option(help: "REST: require 'Authorization: Bearer <token>'. Socket.IO: require {\"token\":\"<token>\"} in the CONNECT's auth.")
     var token: String?
 
-    @Option(help: "REST: read the required bearer token from this environment variable.")
+    @Option(help: "REST, Socket.IO: read the required token from this environment variable.")
     var tokenEnv: String?
 
     @Option(help: "REST: at most this many 200 responses per second (304s do not count); 429 beyond.")
@@ -131,12 +156,20 @@ struct Serve: ParsableCommand {
         }
         if let maxRate {
             guard maxRate.isFinite, (1...10_000_000).contains(maxRate) else { throw ValidationError("--max-rate must be from 1 to 10000000 messages per second, got \(maxRate)") }
-            guard !hub && !rest else { throw ValidationError("--max-rate is acted out by the chat server only, not by --hub or --rest") }
+            guard !hub && !rest && !socketio else { throw ValidationError("--max-rate is acted out by the chat server only, not by --hub, --socketio or --rest") }
         }
         if let delay {
             guard TargetFault.delayMilliseconds(delay) != nil else { throw ValidationError("--delay must be whole milliseconds from 0 to 10000, like 2ms or 0.5s, got '\(delay)'") }
-            guard !hub else { throw ValidationError("--delay is acted out by the chat and REST servers only, not yet by --hub") }
+            guard !hub && !socketio else { throw ValidationError("--delay is acted out by the chat and REST servers only, not yet by --hub or --socketio") }
         }
+        if [hub, rest, socketio].filter({ $0 }).count > 1 { throw ValidationError("--hub, --socketio and --rest are exclusive") }
+        if !socketio && (pingInterval != nil || pingTimeout != nil || maxPayload != nil) {
+            throw ValidationError("--ping-interval, --ping-timeout and --max-payload are Socket.IO flags, they need --socketio")
+        }
+        for (value, flag) in [(pingInterval, "--ping-interval"), (pingTimeout, "--ping-timeout")] {
+            if let value, !(100...3_600_000).contains(value) { throw ValidationError("\(flag) must be from 100 to 3600000 milliseconds, got \(value)") }
+        }
+        if let maxPayload, !(1024...(64 << 20)).contains(maxPayload) { throw ValidationError("--max-payload must be from 1024 to 67108864 bytes, got \(maxPayload)") }
     }
 
     func run() throws {
@@ -154,7 +187,8 @@ struct Serve: ParsableCommand {
         var restSettings = try restConfiguration()
         let limits = try serverLimits()
         restSettings?.limits = limits
-        let path = self.path ?? (hub ? "/hub" : rest ? "/api" : "/chat")
+        let path = self.path ?? (hub ? "/hub" : socketio ? "/socket.io/" : rest ? "/api" : "/chat")
+        let socketIOSettings = try socketIOConfiguration(limits: limits)
         ServerLimits.raiseOpenFilesLimit()
         if processes > 1 && processLink == nil {
             return try runSupervisor(at: at, shownHost: shownHost, path: path)
@@ -172,6 +206,7 @@ struct Serve: ParsableCommand {
         let loop: EventLoop
         var chatServer: ChatServer?
         var hubServer: HubServer?
+        var socketIOServer: SocketIOServer?
         var restServer: RestServer?
         do {
             loop = try EventLoop(index: 0)
@@ -179,6 +214,8 @@ struct Serve: ParsableCommand {
             if var configuration = restSettings {
                 configuration.path = path
                 restServer = try RestServer(loop: loop, address: at, configuration: configuration, tls: tlsMade.context)
+            } else if let socketIOSettings {
+                socketIOServer = try SocketIOServer(loop: loop, address: at, path: path, configuration: socketIOSettings, tls: tlsMade.context)
             } else if hub {
                 var configuration = HubServer.Configuration()
                 configuration.limits = limits
@@ -197,10 +234,10 @@ struct Serve: ParsableCommand {
             throw ExitCode(ExitStatus.runFailed)
         }
         let target: any FaultTarget
-        if let restServer { target = restServer } else if let hubServer { target = hubServer } else { target = chatServer! }
+        if let restServer { target = restServer } else if let hubServer { target = hubServer } else if let socketIOServer { target = socketIOServer } else { target = chatServer! }
         var link: ServerProcessLink?
         if let processLink, let processIndex {
-            do { link = try ServerProcessLink(path: processLink, index: processIndex, target: target, sharing: chatServer.map { $0 as any SharedBroadcasts } ?? hubServer) } catch {
+            do { link = try ServerProcessLink(path: processLink, index: processIndex, target: target, sharing: chatServer.map { $0 as any SharedBroadcasts } ?? hubServer.map { $0 as any SharedBroadcasts } ?? socketIOServer) } catch {
                 FileHandle.standardError.write(Data("error: server process \(processIndex): cannot reach its supervisor: \(error)\n".utf8))
                 throw ExitCode(ExitStatus.runFailed)
             }
@@ -222,6 +259,8 @@ struct Serve: ParsableCommand {
             print("listening on http\(s)://\(shownHost):\(restServer.port)\(path) (REST)")
         } else if let hubServer {
             print("listening on http\(s)://\(shownHost):\(hubServer.port)\(path) (SignalR hub)")
+        } else if let socketIOServer {
+            print("listening on http\(s)://\(shownHost):\(socketIOServer.port)\(path) (Socket.IO)")
         } else if let chatServer {
             print("listening on ws\(s)://\(shownHost):\(chatServer.port)\(path)")
         }
@@ -249,6 +288,15 @@ struct Serve: ParsableCommand {
         }
         if let stats = hubServer?.statisticsSnapshot() {
             print("\(served) \(stats.handshakes) hub connections, \(stats.invocations.total) invocations, \(stats.protocolErrors) protocol errors")
+        }
+        if let socketIOServer {
+            // Every session gets the close packet, as a Socket.IO server does on shutdown.
+            socketIOServer.loop.execute { _ in socketIOServer.shutdown() }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        if let stats = socketIOServer?.statisticsSnapshot() {
+            print("\(served) \(stats.handshakesPolling + stats.handshakesWebSocket) Socket.IO sessions (\(stats.upgrades) upgraded), \(stats.namespaceConnects) namespace connects, "
+                + "\(stats.eventsReceived) events, \(stats.packetsBroadcast) packets broadcast, \(stats.protocolErrors) protocol errors")
         }
         if let stats = restServer?.statisticsSnapshot() {
             print("\(served) \(stats.requests) requests: \(stats.ok) ok, \(stats.notModified) not modified, \(stats.unauthorized) unauthorized, "
@@ -285,35 +333,20 @@ struct Serve: ParsableCommand {
         guard rest else {
             var given: [String] = []
             if changeRate != nil { given.append("--change-rate") }
-            if token != nil { given.append("--token") }
-            if tokenEnv != nil { given.append("--token-env") }
+            if token != nil && !socketio { given.append("--token") }
+            if tokenEnv != nil && !socketio { given.append("--token-env") }
             if rateLimit != nil { given.append("--rate-limit") }
             if bodySize != nil { given.append("--body-size") }
             if chunked { given.append("--chunked") }
             if !given.isEmpty { throw ValidationError("\(given.joined(separator: ", ")): REST flags, they need --rest") }
             return nil
         }
-        if hub { throw ValidationError("--rest and --hub are exclusive") }
         var configuration = RestServer.Configuration()
         if let r = changeRate {
             guard r.isFinite, r >= 0 else { throw ValidationError("--change-rate must be a number >= 0") }
             configuration.changeRate = r
         }
-        if token != nil && tokenEnv != nil { throw ValidationError("--token and --token-env are exclusive") }
-        if let t = token {
-            guard !t.isEmpty else { throw ValidationError("--token must not be empty") }
-            configuration.token = t
-        }
-        if let name = tokenEnv {
-            // The token itself is never printed, not even in errors.
-            guard let t = ProcessInfo.processInfo.environment[name], !t.isEmpty else {
-                throw ValidationError("--token-env: the environment variable \(name) is not set or empty")
-            }
-            configuration.token = t
-        }
-        if let t = configuration.token, t.utf8.contains(where: { $0 < 0x21 || $0 == 0x7F }) {
-            throw ValidationError("the token must not contain spaces or control characters")
-        }
+        configuration.token = try requiredToken()
         if let n = rateLimit {
             guard n >= 1 else { throw ValidationError("--rate-limit must be >= 1") }
             configuration.rateLimit = n
@@ -324,6 +357,41 @@ struct Serve: ParsableCommand {
         }
         configuration.chunked = chunked
         return configuration
+    }
+}
+
+extension Serve {
+    /// --token or --token-env's token (nil: neither given).
+    func requiredToken() throws -> String? {
+        if token != nil && tokenEnv != nil { throw ValidationError("--token and --token-env are exclusive") }
+        var required: String?
+        if let t = token {
+            guard !t.isEmpty else { throw ValidationError("--token must not be empty") }
+            required = t
+        }
+        if let name = tokenEnv {
+            // The token itself is never printed, not even in errors.
+            guard let t = ProcessInfo.processInfo.environment[name], !t.isEmpty else {
+                throw ValidationError("--token-env: the environment variable \(name) is not set or empty")
+            }
+            required = t
+        }
+        if let t = required, t.utf8.contains(where: { $0 < 0x21 || $0 == 0x7F || $0 == 0x22 || $0 == 0x5C }) {
+            throw ValidationError("the token must not contain spaces, quotes, backslashes or control characters")
+        }
+        return required
+    }
+
+    /// The Socket.IO server's configuration from the flags (nil without --socketio).
+    func socketIOConfiguration(limits: ServerLimits) throws -> SocketIOServer.Configuration? {
+        guard socketio else { return nil }
+        var c = SocketIOServer.Configuration()
+        if let pingInterval { c.pingInterval = Double(pingInterval) / 1000 }
+        if let pingTimeout { c.pingTimeout = Double(pingTimeout) / 1000 }
+        if let maxPayload { c.maxPayload = maxPayload }
+        c.token = try requiredToken()
+        c.limits = limits
+        return c
     }
 }
 

@@ -21,6 +21,9 @@ import Glibc
 //   ends the others (exit 1). The processes end with it however it ends (PR_SET_PDEATHSIG).
 extension Serve {
     func runSupervisor(at: SocketAddress, shownHost: String, path: String) throws {
+        if socketio {
+            FileHandle.standardError.write(Data("note: --socketio with --processes: clients must use the WebSocket transport only (transports: [websocket]); a long-polling session is known only to the process that answered its handshake, and without sticky sessions its next request may reach another; `said` broadcasts reach the clients of every process\n".utf8))
+        }
         if hub {
             FileHandle.standardError.write(Data("note: --hub with --processes: clients must use WebSockets and skip negotiation (a negotiated connection id is known only to the process that answered the negotiate, as with ASP.NET Core SignalR without sticky sessions); broadcasts and groups reach the clients of every process\n".utf8))
         }
@@ -36,7 +39,7 @@ extension Serve {
         let (tlsArguments, trustLine) = try processTLS(folder: folder)
 
         let group: ServerGroup
-        do { group = try ServerGroup(socketPath: folder + "/link.sock", count: processes, supportsDelay: !hub) } catch {
+        do { group = try ServerGroup(socketPath: folder + "/link.sock", count: processes, supportsDelay: !hub && !socketio) } catch {
             throw failure("cannot make the link between server processes: \(error)")
         }
         installSignalHandlers()
@@ -74,6 +77,8 @@ extension Serve {
             print("listening on http\(s)://\(shownHost):\(port)\(path) (REST)")
         } else if hub {
             print("listening on http\(s)://\(shownHost):\(port)\(path) (SignalR hub)")
+        } else if socketio {
+            print("listening on http\(s)://\(shownHost):\(port)\(path) (Socket.IO)")
         } else {
             print("listening on ws\(s)://\(shownHost):\(port)\(path)")
         }
@@ -97,7 +102,7 @@ extension Serve {
         if let died {
             throw failure("\(died); stopping the other server processes")
         }
-        if !rest && !hub, let json = totalStatus(group), let total = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] {
+        if !rest && !hub && !socketio, let json = totalStatus(group), let total = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] {
             func n(_ key: String) -> Int { (total[key] as? NSNumber)?.intValue ?? 0 }
             print("served (\(processes) processes): \(n("upgraded")) connections, \(n("messagesReceived")) messages received, \(n("framesBroadcast")) frames broadcast, \(n("invalidMessages")) invalid")
         }
@@ -166,6 +171,10 @@ extension Serve {
         var a = ["serve", "--host", host, "--port", String(port), "--path", path,
                  "--processes", String(processes), "--process-index", String(index), "--process-link", link]
         if hub { a.append("--hub") }
+        if socketio { a.append("--socketio") }
+        if let pingInterval { a += ["--ping-interval", String(pingInterval)] }
+        if let pingTimeout { a += ["--ping-timeout", String(pingTimeout)] }
+        if let maxPayload { a += ["--max-payload", String(maxPayload)] }
         if rest { a += ["--rest", "--rest-epoch", "\(Self.epoch)"] }
         if let changeRate { a += ["--change-rate", "\(changeRate)"] }
         if token != nil { a += ["--token-env", Self.tokenVariable] }

@@ -18,10 +18,16 @@ struct SocketIOKind: WorkloadKind {
     }
 
     func startEmbeddedServer(on loop: EventLoop, _ scenario: Scenario, tls: TLSContext?) throws(RunSetupError) -> (any FaultTarget, ClientEndpoint) {
-        throw RunSetupError("the embedded Socket.IO server is not built yet")
+        let server: SocketIOServer
+        do {
+            server = try SocketIOServer(loop: loop, address: Scenario.embeddedListenAddress, path: (scenario.socketio ?? SocketIOSpec()).path, tls: tls)
+        } catch { throw embeddedServerError(error) }
+        return (server, embeddedEndpoint(scenario, address: .ipv4(0x7F00_0001, port: server.port), port: Int(server.port)))
     }
 
-    func serveArguments(_ scenario: Scenario) throws(RunSetupError) -> (arguments: [String], environment: [String: String]) { (["--socketio"], [:]) }
+    func serveArguments(_ scenario: Scenario) throws(RunSetupError) -> (arguments: [String], environment: [String: String]) {
+        (["--socketio", "--path", (scenario.socketio ?? SocketIOSpec()).path], [:])
+    }
 
     func embeddedEndpoint(_ scenario: Scenario, address: SocketAddress, port: Int) -> ClientEndpoint {
         .socketIO(addresses: [address], host: "127.0.0.1", port: port)
