@@ -111,12 +111,4 @@ extension SocketIOClientSession {
     }
 }
 
-extension SocketIOPacket {
-    /// The packet with its ranges moved `offset` further into a buffer.
-    func shifted(by offset: Int) -> SocketIOPacket {
-        var p = self
-        p.namespace = namespace.map { $0.shifted(by: offset) }
-        p.data = data.shifted(by: offset)
-        return p
-    }
-}
+// `SocketIOPacket.shifted(by:)` is shared with the server session (SocketIOServerSession+Input.swift).
