@@ -186,7 +186,9 @@ public struct SocketIOClientSession: Sendable {
     /// The server timeout: nothing received for the ping interval plus the ping timeout.
     public var serverTimeoutNs: UInt64? {
         guard let open else { return nil }
-        return UInt64(max(0, open.pingIntervalMs) + max(0, open.pingTimeoutMs)) * 1_000_000
+        // Each bounded (to about 24 days): a server's huge values must not overflow the sum.
+        let limit = 1 << 31
+        return UInt64(min(max(0, open.pingIntervalMs), limit) + min(max(0, open.pingTimeoutMs), limit)) * 1_000_000
     }
 
     /// When the server timeout passes if nothing more arrives; nil before the open packet or after the end.

@@ -175,6 +175,17 @@ private struct SIOHarness {
     }
 }
 
+@Suite struct SocketIOClientServerTermsTests {
+    @Test func hugePingTimesFromTheServerNeverOverflow() {
+        var h = SIOHarness()
+        let huge = #"0{"sid":"a","upgrades":[],"pingInterval":999999999999999,"pingTimeout":999999999999999,"maxPayload":1}"#
+        #expect(h.receive(huge) == .opened)
+        #expect(h.session.serverTimeoutNs == UInt64(1 << 32) * 1_000_000)
+        let timedOut = h.session.check(now: .max)
+        #expect(timedOut)
+    }
+}
+
 @Suite struct SocketIOClientPacketTests {
     @Test func ackCarriesItsIdAndData() {
         var h = SIOHarness()
