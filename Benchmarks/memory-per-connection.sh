@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Resident memory per idle connection, chat and SignalR hub over WebSockets: one `stampede run`
+# Resident memory per idle connection, chat, SignalR hub and Socket.IO over WebSockets: one `stampede run`
 # opens N idle connections (default 10,000) to a `stampede serve` child process (the target
 # must run in another process: one process may open 20,000 files), holds them for the
 # scenario's 5 s, and closes them. Prints, for each workload:
@@ -9,7 +9,7 @@
 #     their connections, / connections.
 # Loopback only, bounded in time. Run it when `uptime` shows a low load.
 #   Benchmarks/memory-per-connection.sh [N]      (B=path/to/stampede to skip the release build)
-#   WORKLOADS="hub" Benchmarks/memory-per-connection.sh 15000   # one of them only
+#   WORKLOADS="hub" Benchmarks/memory-per-connection.sh 15000   # one of them only (chat, hub, socketio)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-10000}
@@ -29,7 +29,8 @@ for w in $WORKLOADS; do
   case $w in
     chat) flags=(); scenario=Benchmarks/scenarios/hold-idle.yaml ;;
     hub) flags=(--hub); scenario=Benchmarks/scenarios/hub-hold-idle.yaml ;;
-    *) echo "unknown workload '$w' (chat or hub)" >&2; exit 2 ;;
+    socketio) flags=(--socketio); scenario=Benchmarks/scenarios/socketio-hold-idle.yaml ;;
+    *) echo "unknown workload '$w' (chat, hub or socketio)" >&2; exit 2 ;;
   esac
   $B serve --port 0 --max-seconds 600 "${flags[@]}" > "$OUT/serve.txt" 2>&1 &
   SERVER=$!

@@ -26,6 +26,7 @@ enum FuzzTarget: String, CaseIterable {
     case flow
     case flowSession = "flow-session"
     case socketIOServer = "socketio-server"
+    case socketIOSession = "socketio-session"
 
     func run(_ data: UnsafeRawBufferPointer) {
         switch self {
@@ -41,6 +42,7 @@ enum FuzzTarget: String, CaseIterable {
         case .flow: fuzzFlow(data)
         case .flowSession: fuzzFlowSession(data)
         case .socketIOServer: fuzzSocketIOServer(data)
+        case .socketIOSession: fuzzSocketIOSession(data)
         }
     }
 }

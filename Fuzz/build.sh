@@ -15,7 +15,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${STAMPEDE_FUZZ_BUILD_DIR:-$root/.build-fuzz}"
 swiftc="${SWIFTC:-swiftc}"
-targets=(websocket json-hub msgpack-hub sse http-response http-request http-exchange hub-session websocket-session flow flow-session socketio-server)
+targets=(websocket json-hub msgpack-hub sse http-response http-request http-exchange hub-session websocket-session flow flow-session socketio-server socketio-session)
 flags=(-O -gline-tables-only -use-ld=lld -swift-version 6 -sanitize=fuzzer,address -parse-as-library -module-name StampedeFuzz)
 
 cd "$root"

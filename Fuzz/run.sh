@@ -5,7 +5,7 @@
 #
 # TARGET is one of Fuzz/build.sh's targets (websocket, json-hub, msgpack-hub, sse, http-response,
 # http-request, websocket-session, http-exchange, hub-session, flow, flow-session,
-# socketio-server) or scenario. Builds if needed, then
+# socketio-server, socketio-session) or scenario. Builds if needed, then
 # fuzzes with one job for SECONDS, starting from the checked-in seeds in
 # Tests/Fuzz/corpus/TARGET and growing a working corpus in .build-fuzz/corpus/TARGET (the
 # seeds are not modified). The log is .build-fuzz/logs/TARGET/fuzz-0.log; crash inputs land in

@@ -52,7 +52,9 @@ extension SocketIOServerSession {
             case (.attached, .ping) where isProbe:
                 upgrade = .probed
                 // The held poll gets a noop: the polling client stops polling (engine.io's `check`).
-                if pollHeld { noopDue = true }
+                // So does a GET that arrives later: the client polls on until it reads `3probe`
+                // (python-engineio queues the noop; engine.io re-checks every 100 ms).
+                noopDue = true
                 return .sendProbeAnswer
             case (.probed, .upgrade) where data.isEmpty:
                 upgrade = .none

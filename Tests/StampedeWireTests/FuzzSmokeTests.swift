@@ -8,7 +8,7 @@ import Testing
 @Suite(.serialized)
 struct FuzzSmokeTests {
     static let targets = ["websocket", "json-hub", "msgpack-hub", "sse", "http-response", "http-request", "http-exchange", "hub-session",
-                          "websocket-session", "flow", "flow-session", "socketio-server"]
+                          "websocket-session", "flow", "flow-session", "socketio-server", "socketio-session"]
     /// Seconds of fuzzing per target after the seeds.
     static let seconds = 4
 

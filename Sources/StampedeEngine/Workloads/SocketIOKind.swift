@@ -39,7 +39,22 @@ struct SocketIOKind: WorkloadKind {
     }
 
     func makeClients(_ setup: LoopClientsSetup) throws(RunSetupError) -> any LoopWorkload {
-        throw RunSetupError("the Socket.IO clients are not built yet")
+        guard case .socketIO(let addresses, let host, let port) = setup.endpoint, let address = addresses.first else {
+            throw RunSetupError("the socketio workload needs a Socket.IO endpoint")
+        }
+        let s = setup.scenario
+        let spec = s.socketio ?? SocketIOSpec()
+        var secrets: [String: String] = [:]
+        for secret in spec.secrets {
+            do { secrets[secret.name] = try ScenarioLoader.resolveToken(secret.source, scenarioFile: s.file, field: "socketio.secrets.\(secret.name)") }
+            catch { throw RunSetupError("\(error)") }
+        }
+        var plan = SocketIOPlan(scenario: s, spec: spec, globalIndices: setup.clients, host: host, port: port, secrets: secrets,
+                                extraHeaderLines: setup.headerLines, sourceAddresses: s.sourceAddressValues)
+        plan.stampClockOffsetNs = setup.stampClockOffsetNs
+        plan.tls = setup.tls
+        plan.addresses = setup.perClient(addresses)
+        return SocketIOClients(loop: setup.loop, plan: plan, address: address, random: setup.random)
     }
 
     /// Polling needs sticky sessions: an Engine.IO sid is known only to the process that opened it.
