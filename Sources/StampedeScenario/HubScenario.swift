@@ -122,7 +122,7 @@ public enum ReconnectSpec: Sendable, Equatable {
     /// SignalR's default: 0, 2, 10, 30 seconds, then give up.
     case signalRDefault
     /// The official Socket.IO client's: 1 s doubling to 5 s, each delay randomised ±50 %
-    /// (randomizationFactor 0.5), attempts unlimited (docs/protocols.md §Socket.IO).
+    /// (randomizationFactor 0.5), attempts unlimited (docs/protocols.md §15).
     case socketIODefault
     case delays([Double])
     /// Doubling from `initial` up to `max`, at most `attempts` attempts, with jitter.

@@ -1,5 +1,5 @@
 /// Base64 with the standard alphabet and padding (RFC 4648 §4): the WebSocket handshake's keys,
-/// and Engine.IO long polling's binary packets ("b" + base64, docs/protocols.md §Socket.IO).
+/// and Engine.IO long polling's binary packets ("b" + base64, docs/protocols.md §9).
 public enum Base64 {
     static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
     /// Each byte's 6-bit value, or 0xFF for a byte outside the alphabet.

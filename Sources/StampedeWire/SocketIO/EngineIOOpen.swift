@@ -1,4 +1,4 @@
-/// The open packet's JSON, the server's first answer (docs/protocols.md §Socket.IO):
+/// The open packet's JSON, the server's first answer (docs/protocols.md §8):
 /// `{"sid":…,"upgrades":["websocket"],"pingInterval":25000,"pingTimeout":20000,"maxPayload":1000000}`.
 public struct EngineIOOpen: Sendable, Equatable {
     /// The session id every later request of this connection names (`sid=`).

@@ -1,4 +1,4 @@
-// Engine.IO 4 packets (docs/protocols.md §Socket.IO): the transport layer under Socket.IO.
+// Engine.IO 4 packets (docs/protocols.md §9): the transport layer under Socket.IO.
 // A WebSocket text frame is one text packet (type digit + data); a binary frame is a binary
 // message with no type byte. A long-polling body is records separated by 0x1E, a binary
 // message among them written as "b" + base64.

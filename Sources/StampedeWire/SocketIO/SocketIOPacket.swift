@@ -1,4 +1,4 @@
-// Socket.IO 5 packets (docs/protocols.md §Socket.IO), carried in Engine.IO message packets:
+// Socket.IO 5 packets (docs/protocols.md §12, §14), carried in Engine.IO message packets:
 // `<type>[<attachments>-][<namespace>,][<ack id>][<json data>]`. The namespace is written only
 // when it is not the main one ("/"); binary types name how many binary messages (attachments)
 // follow, each standing for a `{"_placeholder":true,"num":N}` in the data.
