@@ -94,6 +94,25 @@ PY
     echo "stampede: no summary (is workload: socketio built?): $(tail -3 "$OUT/st.txt" | tr '\n' ' ')"
   fi
   stop_server stampede
+  # The same clients holding their connections with no emit: the whole process's CPU without the
+  # emits, so (CPU of the run above − this) / acks is Stampede's CPU over the emit window alone,
+  # as the Python rows measure themselves.
+  start_server
+  sed -e "s/^message: .*/message: {rate: 0}/" -e "s|^target: .*|target: http://127.0.0.1:$PORT|" "$OUT/sio.yaml" > "$OUT/sio-idle.yaml"
+  timeout -k 10 -s INT $(( N / 500 + SECS + 60 )) "$B" run "$OUT/sio-idle.yaml" --quiet --results "$OUT/idle" > "$OUT/st-idle.txt" 2>&1 || true
+  I="$( (grep '^results: ' "$OUT/st-idle.txt" || true) | tail -1 | cut -d' ' -f2-)/summary.json"
+  if [ -f "$S" ] && [ -f "$I" ]; then
+    python3 - "$S" "$I" "$N" <<'PY'
+import json, sys
+d, idle, n = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
+acks = (d.get("latency_us", {}).get("ack") or {}).get("count") or 0
+cpu = d["generator"]["process_cpu_s"] - idle["generator"]["process_cpu_s"]
+per = f"{cpu * 1e6 / acks:.0f}" if acks else "-"
+rss = (idle["generator"].get("rss_per_connection_bytes") or 0) / 1024
+print(f"{'stampede (emit window: − idle run)':34} {idle['connections']['connected']:>9} {acks:>8} {per:>12} {rss:>14.1f} {'-':>9} {'-':>9}")
+PY
+  fi
+  stop_server stampede-idle
 fi
 
 # --- python-socketio AsyncClients --------------------------------------------------------------

@@ -7,21 +7,7 @@ import Testing
 /// A `workload: websocket` scenario with the given `websocket:` section (lines indented by two).
 func flowScenario(name: String = "flow", target: String, clients: Int, duration: Double = 2, rate: Double = 20,
                   extra: String = "", flow: String) throws -> Scenario {
-    let yaml = """
-        name: \(name)
-        workload: websocket
-        target: \(target)
-        clients: \(clients)
-        connect_rate: 1000
-        duration: \(duration)
-        drain: 3
-        connect_timeout: 5
-        message: {rate: \(rate)}
-        \(extra)
-        websocket:
-        \(flow)
-        """
-    return try ScenarioLoader.parse(yaml: yaml, file: "\(name).yaml")
+    try sectionScenario(.websocket, name: name, target: target, clients: clients, duration: duration, rate: rate, extra: extra, section: flow)
 }
 
 /// `Tests/peers/pubsub_server.py` on a free loopback port, with `arguments`.
