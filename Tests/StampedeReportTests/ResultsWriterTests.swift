@@ -13,7 +13,7 @@ import Testing
             "schema", "partial", "partial_reason", "fatal_error", "scenario", "environment", "phases_s", "connections",
             "messages", "bytes", "latency_us", "latency_correction", "errors", "errors_total", "upgrade_statuses",
             "generator", "files", "counters", "hub_errors", "storms", "rest", "tls", "thresholds", "workers",
-            "close_codes", "flow",
+            "close_codes", "flow", "connect_errors",
         ])
         #expect(json["schema"] as? String == "stampede.summary/1")
     }

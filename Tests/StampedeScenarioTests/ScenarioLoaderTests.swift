@@ -239,7 +239,7 @@ func everyRequiredFieldIsRequired(field: String) throws {
     ("connect_rate: 1e9", "connect_rate", "expected a number ≥ 0.001 and ≤ 1000000, got '1e9'"),
     ("connect_rate: null", "connect_rate", "expected a number ≥ 0.001, got nothing"),
     ("message: 5", "message", "expected a mapping with 'rate' and/or 'size', got '5'"),
-    ("workload: signalr", "workload", "expected one of 'chat', 'hub', 'rest', 'websocket', got 'signalr'"),
+    ("workload: signalr", "workload", "expected one of 'chat', 'hub', 'rest', 'websocket', 'socketio', got 'signalr'"),
     ("load_model: half-open", "load_model", "expected one of 'open', 'closed', got 'half-open'"),
     ("seed: -1", "seed", "expected an integer from 0 to 18446744073709551615, got '-1'"),
     ("seed: 1.5", "seed", "expected an integer from 0 to 18446744073709551615, got '1.5'"),
