@@ -53,7 +53,7 @@ let package = Package(
         .executableTarget(name: "stampede", dependencies: ["StampedeEngine", "StampedeServers", "StampedeReport", "StampedeScenario", "StampedeLoop", "StampedeLive", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // Fixture helpers the test targets share (hex, a reference frame encoder, test certificates).
         .target(name: "StampedeTestSupport", path: "Tests/StampedeTestSupport"),
-        .testTarget(name: "StampedeWireTests", dependencies: ["StampedeWire", "StampedeTestSupport"]),
+        .testTarget(name: "StampedeWireTests", dependencies: ["StampedeWire", "StampedeLoop", "StampedeTestSupport"]),
         .testTarget(name: "StampedeSessionTests", dependencies: ["StampedeSession", "StampedeWire", "StampedeTestSupport"]),
         .testTarget(name: "StampedeLoopTests", dependencies: ["StampedeLoop", "CStampedeLinux", "StampedeTestSupport"]),
         .testTarget(name: "StampedeMetricsTests", dependencies: ["StampedeMetrics"]),

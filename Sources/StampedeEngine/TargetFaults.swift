@@ -98,11 +98,11 @@ final class ChildTarget: @unchecked Sendable {
         process.standardInput = FileHandle.nullDevice
         try process.run()
         Thread.detachNewThread { [self] in
-            var buffer = Data()
+            var buffer: [UInt8] = []
             while true {
-                let chunk = out.fileHandleForReading.availableData
+                let chunk = PipeRead.next(out.fileHandleForReading.fileDescriptor)
                 if chunk.isEmpty { break }
-                buffer.append(chunk)
+                buffer.append(contentsOf: chunk)
                 while let nl = buffer.firstIndex(of: 0x0A) {
                     let line = String(decoding: buffer[buffer.startIndex..<nl], as: UTF8.self)
                     buffer.removeSubrange(buffer.startIndex...nl)
@@ -112,7 +112,7 @@ final class ChildTarget: @unchecked Sendable {
         }
         Thread.detachNewThread { [self] in
             while true {
-                let chunk = err.fileHandleForReading.availableData
+                let chunk = PipeRead.next(err.fileHandleForReading.fileDescriptor)
                 if chunk.isEmpty { break }
                 self.errors.withLock { $0 += String(decoding: chunk, as: UTF8.self); if $0.count > 8192 { $0 = String($0.suffix(4096)) } }
             }

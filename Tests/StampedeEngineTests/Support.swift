@@ -1,4 +1,5 @@
 import Foundation
+import StampedeLoop
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -74,7 +75,7 @@ func runProcess(_ executable: String, _ arguments: [String], timeout: Double, cw
     for (index, pipe) in [out, err].enumerated() {
         readers.enter()
         Thread.detachNewThread {
-            let d = pipe.fileHandleForReading.readDataToEndOfFile()
+            let d = Data(PipeRead.toEnd(pipe.fileHandleForReading.fileDescriptor))
             collected.set(index, d)
             readers.leave()
         }
@@ -114,11 +115,11 @@ final class BackgroundProcess: @unchecked Sendable {
         unblockTerminationSignals()
         try process.run()
         Thread.detachNewThread { [self] in
-            var buffer = Data()
+            var buffer: [UInt8] = []
             while true {
-                let d = out.fileHandleForReading.availableData
+                let d = PipeRead.next(out.fileHandleForReading.fileDescriptor)
                 if d.isEmpty { break }
-                buffer.append(d)
+                buffer.append(contentsOf: d)
                 while let nl = buffer.firstIndex(of: 0x0A) {
                     let line = String(decoding: buffer[buffer.startIndex..<nl], as: UTF8.self)
                     buffer.removeSubrange(buffer.startIndex...nl)
@@ -129,7 +130,7 @@ final class BackgroundProcess: @unchecked Sendable {
         }
         Thread.detachNewThread { [self] in
             while true {
-                let d = err.fileHandleForReading.availableData
+                let d = PipeRead.next(err.fileHandleForReading.fileDescriptor)
                 if d.isEmpty { break }
                 errors.withLock { $0 += String(decoding: d, as: UTF8.self); if $0.count > 20000 { $0 = String($0.suffix(10000)) } }
             }

@@ -22,11 +22,15 @@ final class OpenSSLProcess: @unchecked Sendable {
         process.standardInput = input
         process.standardOutput = output
         process.standardError = output
-        output.fileHandleForReading.readabilityHandler = { [weak self] h in
-            let d = h.availableData
-            self?.collected.withLock { $0.append(contentsOf: d) }
-        }
         try process.run()
+        // The thread holds the pipe, so its descriptor stays open until end of file.
+        Thread.detachNewThread { [weak self, output] in
+            while true {
+                let d = PipeRead.next(output.fileHandleForReading.fileDescriptor)
+                if d.isEmpty { return }
+                self?.collected.withLock { $0.append(contentsOf: d) }
+            }
+        }
     }
 
     var text: String { String(decoding: collected.withLock { $0 }, as: UTF8.self) }
@@ -50,7 +54,6 @@ final class OpenSSLProcess: @unchecked Sendable {
         try? input.fileHandleForWriting.close()
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
-        output.fileHandleForReading.readabilityHandler = nil
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import StampedeLoop
 import Testing
 
 /// A bounded libFuzzer run of every fuzz target (Fuzz/): `Fuzz/build.sh` builds the one
@@ -72,7 +73,7 @@ private func fuzzProcess(_ executable: String, _ arguments: [String], timeout: D
     let output = OutputBox()
     let done = DispatchSemaphore(value: 0)
     Thread.detachNewThread {
-        output.data = pipe.fileHandleForReading.readDataToEndOfFile()
+        output.data = Data(PipeRead.toEnd(pipe.fileHandleForReading.fileDescriptor))
         done.signal()
     }
     let deadline = Date().addingTimeInterval(timeout)
