@@ -94,10 +94,9 @@ final class LocalClientGroup: ClientGroup {
     func takeInterval() -> GroupInterval {
         var merged = GroupInterval()
         for (i, w) in workloads.enumerated() {
-            // The loop swaps in an empty shard instead of clearing its own: clearing a shard whose
-            // storage the engine still shares would copy every histogram (megabytes) on the loop
-            // thread, stalling its timers for milliseconds once a second. The engine clears the
-            // taken one here, off the loop, and hands it back next time.
+            // The loop swaps in a cleared shard, so nothing at the boundary runs on the loop thread
+            // but the swap (its timers are not held up); the engine clears the taken one here,
+            // off the loop, and hands it back next time.
             let spare = spareShards[i].take() ?? MetricsShard()
             var d = loops[i].submitAndWait { loop in
                 let data = LoopInterval(metrics: w.metrics, open: w.openCount, connecting: w.inFlightConnects, reconnecting: w.reconnectingCount,

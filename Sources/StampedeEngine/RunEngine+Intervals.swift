@@ -102,8 +102,8 @@ extension RunEngine {
             elapsedSeconds: elapsed, openConnections: open, messagesSent: merged[.messagesSent],
             messagesReceived: merged[.messagesDelivered] + merged[.fanoutReceived],
             errors: merged.errors.reduce(0, +),
-            p50Micros: rtt.totalCount > 0 ? rtt.valueAtPercentile(50) : 0,
-            p99Micros: rtt.totalCount > 0 ? rtt.valueAtPercentile(99) : 0)
+            p50Micros: rtt.totalCount > 0 ? rtt.latencyValue(atPercentile: 50) : 0,
+            p99Micros: rtt.totalCount > 0 ? rtt.latencyValue(atPercentile: 99) : 0)
         sample.connecting = connecting
         sample.reconnecting = reconnecting
         sample.errorsByClass = merged.errors
@@ -120,7 +120,7 @@ extension RunEngine {
         lastIntervalNs = now
         progress.show(ProgressLine(elapsed: elapsed, phase: phase.rawValue, open: open, clients: scenario.clients,
                                    sentPerSecond: Double(sample.messagesSent) / dt, receivedPerSecond: Double(sample.messagesReceived) / dt,
-                                   p50Micros: sample.p50Micros, p99Micros: sample.p99Micros, fanoutP99Micros: fan.totalCount > 0 ? fan.valueAtPercentile(99) : 0,
+                                   p50Micros: sample.p50Micros, p99Micros: sample.p99Micros, fanoutP99Micros: fan.totalCount > 0 ? fan.latencyValue(atPercentile: 99) : 0,
                                    errors: totals.errors.reduce(0, +)))
         return merged
     }

@@ -36,10 +36,10 @@ enum ThresholdMeasure {
             if statistic == .count { return Double(h.totalCount) }
             guard h.totalCount > 0 else { return nil }
             switch statistic {
-            case .percentile(let p): return Double(h.valueAtPercentile(p))
+            case .percentile(let p): return Double(h.latencyValue(atPercentile: p))
             case .max: return Double(h.maxRecorded)
             case .min: return Double(h.min)
-            case .mean: return h.mean
+            case .mean: return h.latencyMean
             case .count, .rate: return nil
             }
         case .errors(let key):

@@ -15,7 +15,7 @@ extension OpenMetricsText {
                 for (i, le) in latencyBounds.enumerated() { w.sample(name + "_bucket", labels: [("metric", key), ("le", le)], value: String(buckets[i])) }
                 w.sample(name + "_bucket", labels: [("metric", key), ("le", "+Inf")], value: String(buckets[buckets.count - 1]))
                 w.sample(name + "_count", labels: [("metric", key)], value: String(h.totalCount))
-                w.sample(name + "_sum", labels: [("metric", key)], value: number(h.mean * Double(h.totalCount) / 1e6))
+                w.sample(name + "_sum", labels: [("metric", key)], value: number(h.latencyMean * Double(h.totalCount) / 1e6))
             }
         }
         if !t.named.counterKeys.isEmpty {

@@ -122,7 +122,7 @@ public enum OpenMetricsText {
             for (i, le) in latencyBounds.enumerated() { w.sample(name + "_bucket", "le", le, value: buckets[i]) }
             w.sample(name + "_bucket", "le", "+Inf", value: buckets[buckets.count - 1])
             w.sample(name + "_count", value: number(h.totalCount))
-            w.sample(name + "_sum", value: number(h.mean * Double(h.totalCount) / 1e6))
+            w.sample(name + "_sum", value: number(h.latencyMean * Double(h.totalCount) / 1e6))
         }
         named(t, into: &w)
         if format == .openMetrics { w.out += "# EOF\n" }

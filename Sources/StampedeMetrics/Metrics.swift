@@ -319,11 +319,25 @@ public enum ErrorClass: Int, CaseIterable, Sendable, Codable {
 /// Microsecond histogram: 1 µs to 1 hour, 3 significant digits.
 public typealias LatencyHistogram = Histogram<UInt64>
 
-public func makeLatencyHistogram() -> LatencyHistogram {
+/// An empty latency histogram. It shares one empty bucket array with every other empty one
+/// until it records, so it costs nothing to make; its first record copies that array (184 KiB,
+/// a plain memory copy).
+public func makeLatencyHistogram() -> LatencyHistogram { emptyLatencyHistogram }
+
+/// Empties `histogram`. One that holds samples is swapped for an empty one rather than zeroed
+/// in place: the package's `reset()` is not inlinable, so it zeroes the 23,552 buckets through
+/// generic value witnesses (about a millisecond each, for every metric every second), while the
+/// swap costs nothing and the next record copies the shared empty buckets at memory speed.
+@inline(__always) public func clearLatencyHistogram(_ histogram: inout LatencyHistogram) {
+    if histogram.totalCount > 0 { histogram = emptyLatencyHistogram }
+}
+
+/// The one empty histogram every other starts as (1 µs to 1 hour, 3 significant digits).
+private let emptyLatencyHistogram: LatencyHistogram = {
     var h = LatencyHistogram(lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: .three)
     h.autoResize = false
     return h
-}
+}()
 
 /// One event loop's measurements. Owned and mutated by that loop's thread only (no locks);
 /// copied out at interval boundaries and merged by the engine.
@@ -410,7 +424,8 @@ public struct MetricsShard: Sendable {
         for i in histograms.indices where other.histograms[i].totalCount > 0 { histograms[i].add(other.histograms[i]) }
     }
 
-    /// Clears everything, keeping histogram storage (no allocation).
+    /// Clears everything. Dictionaries keep their storage; histograms become the shared empty one
+    /// (`clearLatencyHistogram`).
     public mutating func reset() {
         for i in counters.indices { counters[i] = 0 }
         for i in lost.indices { lost[i] = 0 }
@@ -425,7 +440,7 @@ public struct MetricsShard: Sendable {
         responseStatuses.removeAll(keepingCapacity: true)
         rateLimitRemainingMin = .max
         retryAfterMaxSeconds = 0
-        for i in histograms.indices { histograms[i].reset() }
+        for i in histograms.indices { clearLatencyHistogram(&histograms[i]) }
     }
 }
 

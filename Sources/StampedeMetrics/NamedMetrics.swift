@@ -60,9 +60,9 @@ public struct NamedMetrics: Sendable {
         }
     }
 
-    /// Clears every value, keeping the keys and the histograms' storage (no allocation).
+    /// Clears every value, keeping the keys (histograms as `clearLatencyHistogram` does).
     public mutating func reset() {
-        for i in histograms.indices { histograms[i].reset() }
+        for i in histograms.indices { clearLatencyHistogram(&histograms[i]) }
         for i in counters.indices { counters[i] = 0 }
     }
 

@@ -275,6 +275,10 @@ struct HistogramLayout: Equatable {
         guard countsLength <= HistogramCodec.maxCountsLength else { throw .badHeader("counts length \(countsLength)") }
     }
 
+    /// Sub-buckets per bucket, and buckets (the .hgrm footer's figures).
+    var subBucketCount: Int { 1 << (subBucketHalfCountMagnitude + 1) }
+    var bucketCount: Int { (countsLength >> subBucketHalfCountMagnitude) - 1 }
+
     static func == (a: Self, b: Self) -> Bool {
         a.unitMagnitude == b.unitMagnitude && a.subBucketHalfCountMagnitude == b.subBucketHalfCountMagnitude
     }

@@ -203,14 +203,14 @@ public enum ResultsWriter {
                 recovery[key] = .some(nil)
             } else {
                 let percentile = Double(needed) / Double(shard.recovered) * 100
-                recovery[key] = .some(rounded(Double(shard.recovery.valueAtPercentile(min(100, percentile))) / 1000))
+                recovery[key] = .some(rounded(Double(shard.recovery.latencyValue(atPercentile: min(100, percentile))) / 1000))
             }
         }
         let a = shard.attempts
         var summary = RunSummary.Storm(
             number: s.number, atSeconds: rounded(s.atSeconds), kind: s.kind, fraction: s.fraction, mode: s.mode,
             affected: shard.affected, recovered: shard.recovered, gaveUp: shard.gaveUp, recoveryMs: recovery,
-            attempts: a.totalCount > 0 ? ["p50": a.valueAtPercentile(50), "p99": a.valueAtPercentile(99), "max": a.max] : [:],
+            attempts: a.totalCount > 0 ? ["p50": a.latencyValue(atPercentile: 50), "p99": a.latencyValue(atPercentile: 99), "max": a.max] : [:],
             file: stormFileName(s.number))
         var phases: [String: RunSummary.ConnectPhase] = [:]
         for m in EventWindow.connectMetrics where s.window.connectPhase[m] != nil || baseline.connectPhase[m] != nil {
@@ -297,11 +297,26 @@ public enum ResultsWriter {
         return HistogramLog.render(startTime: start, intervals: [whole])
     }
 
-    /// HdrHistogram's percentile-distribution text for one histogram, values in microseconds (no scaling).
+    /// HdrHistogram's percentile-distribution text for one histogram, values in microseconds (no
+    /// scaling): byte for byte what the package's `outputPercentileDistribution` writes, but
+    /// compiled here for `UInt64` counts (the package's is generic and not inlinable, and walked
+    /// the buckets through value witnesses).
     public static func hgrm(_ histogram: LatencyHistogram) -> String {
-        var text = ""
-        histogram.outputPercentileDistribution(
-            to: &text, outputValueUnitScalingRatio: 1.0, percentileTicksPerHalfDistance: hgrmTicksPerHalfDistance)
+        func padded(_ s: String, _ width: Int) -> String { String(repeating: " ", count: Swift.max(0, width - s.count)) + s }
+        let layout = HistogramLayout.latency
+        let digits = layout.significantDigits
+        var text = "\(padded("Value", 12)) \(padded("Percentile", 14)) \(padded("TotalCount", 10)) \(padded("1/(1-Percentile)", 14))\n\n"
+        for v in histogram.percentiles(ticksPerHalfDistance: hgrmTicksPerHalfDistance) {
+            let level = v.percentileLevelIteratedTo / 100
+            if v.percentileLevelIteratedTo != 100 {
+                text += String(format: "%12.\(digits)f %2.12f %10d %14.2f\n", Double(v.value), level, v.totalCountToThisValue, 1 / (1 - level))
+            } else {
+                text += String(format: "%12.\(digits)f %2.12f %10d\n", Double(v.value), level, v.totalCountToThisValue)
+            }
+        }
+        text += String(format: "#[Mean    = %12.\(digits)f, StdDeviation   = %12.\(digits)f]\n", histogram.latencyMean, histogram.latencyStandardDeviation)
+        text += String(format: "#[Max     = %12.\(digits)f, Total count    = %12d]\n", Double(histogram.max), histogram.totalCount)
+        text += String(format: "#[Buckets = %12d, SubBuckets     = %12d]\n", layout.bucketCount, layout.subBucketCount)
         return text
     }
 
@@ -350,8 +365,8 @@ public enum ResultsWriter {
     public static func latencySummary(_ h: LatencyHistogram) -> RunSummary.Latency {
         RunSummary.Latency(
             count: h.totalCount, min: h.min,
-            p50: h.valueAtPercentile(50), p90: h.valueAtPercentile(90), p99: h.valueAtPercentile(99),
-            p99_9: h.valueAtPercentile(99.9), max: h.maxRecorded, mean: rounded(h.mean))
+            p50: h.latencyValue(atPercentile: 50), p90: h.latencyValue(atPercentile: 90), p99: h.latencyValue(atPercentile: 99),
+            p99_9: h.latencyValue(atPercentile: 99.9), max: h.maxRecorded, mean: rounded(h.latencyMean))
     }
 
     static func latencyCorrection(_ latency: [String: RunSummary.Latency]) -> RunSummary.LatencyCorrection {

@@ -303,6 +303,20 @@ import Testing
         }
     }
 
+    @Test func hgrmTextIsByteForByteThePackagesForEveryShape() {
+        var random = SystemRandomNumberGenerator()
+        var tail = makeLatencyHistogram()
+        for _ in 0..<20_000 { _ = tail.record(UInt64.random(in: 1...900, using: &random)) }
+        for _ in 0..<40 { _ = tail.record(UInt64.random(in: 50_000...3_000_000_000, using: &random)) }
+        var one = makeLatencyHistogram(); _ = one.record(7)
+        var top = makeLatencyHistogram(); _ = top.record(3_599_999_999); _ = top.record(1)
+        for h in [tail, one, top] {
+            var expected = ""
+            h.outputPercentileDistribution(to: &expected, outputValueUnitScalingRatio: 1.0, percentileTicksPerHalfDistance: 5)
+            #expect(ResultsWriter.hgrm(h) == expected)
+        }
+    }
+
     @Test func timeseriesCsvHasOneRowPerInterval() throws {
         try withTempDir { root in
             let folder = try ResultsWriter.write(record(), resultsRoot: root)

@@ -100,11 +100,11 @@ extension MetricComparison {
                                                 resamples: s.resamples, seed: s.seed)
         var p: [String: PercentileEstimate] = [:]
         for (k, (name, value)) in comparePercentiles.enumerated() {
-            let v = merged.totalCount == 0 ? 0 : value >= 100 ? merged.maxRecorded : merged.valueAtPercentile(value)
+            let v = merged.totalCount == 0 ? 0 : value >= 100 ? merged.maxRecorded : merged.latencyValue(atPercentile: value)
             p[name] = PercentileEstimate(value: v, low: min(cis[k].low, v), high: max(cis[k].high, v))
         }
         return MetricSide(count: merged.totalCount, intervals: intervals.filter { $0.totalCount > 0 }.count,
-                          percentiles: p, meanMicros: merged.totalCount == 0 ? 0 : merged.mean)
+                          percentiles: p, meanMicros: merged.totalCount == 0 ? 0 : merged.latencyMean)
     }
 
     /// The rule (docs/compare.md): a location change needs p50 and p90 to both move the same

@@ -31,7 +31,7 @@ struct IntervalFigures {
 
     init(start: Double, end: Double, histogram h: LatencyHistogram) {
         self.start = start; self.end = end; count = h.totalCount
-        p50 = h.valueAtPercentile(50); p90 = h.valueAtPercentile(90); p99 = h.valueAtPercentile(99); max = h.maxRecorded
+        p50 = h.latencyValue(atPercentile: 50); p90 = h.latencyValue(atPercentile: 90); p99 = h.latencyValue(atPercentile: 99); max = h.maxRecorded
     }
 
     func value(_ percentile: Double) -> Double {
@@ -106,7 +106,7 @@ struct RunData {
         var groupStart = 0.0, groupEnd = 0.0, inGroup = 0
         for line in data {
             for i in try HistogramLog.parse(header + line).intervals {
-                if inGroup == 0 { groupStart = i.startSeconds; group.reset() }
+                if inGroup == 0 { groupStart = i.startSeconds; clearLatencyHistogram(&group) }
                 group.add(i.histogram)
                 groupEnd = i.startSeconds + i.lengthSeconds
                 inGroup += 1

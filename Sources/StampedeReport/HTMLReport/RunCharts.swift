@@ -68,7 +68,7 @@ enum RunCharts {
                              yLabel: "latency (ms)", xAxis: .percentile, series: series).html()
             if let h = run.merged(key) {
                 let rows = [50.0, 90, 99, 99.9, 99.99, 99.999, 100].filter { $0 == 100 || 1 / (1 - $0 / 100) <= Double(h.totalCount) }.map { p in
-                    [Fmt.percentileLabel(p), Fmt.micros(p >= 100 ? h.maxRecorded : h.valueAtPercentile(p))]
+                    [Fmt.percentileLabel(p), Fmt.micros(p >= 100 ? h.maxRecorded : h.latencyValue(atPercentile: p))]
                 }
                 out += HTML.table(["\(key)", "latency"], rows, id: "spectrum-table-\(key)", numeric: [1])
             }
@@ -85,7 +85,7 @@ enum RunCharts {
         while k <= 70 {
             let x = Foundation.pow(10, Double(k) / 10)
             if x > limit { break }
-            points.append((x, Double(h.valueAtPercentile(100 * (1 - 1 / x))) / 1000))
+            points.append((x, Double(h.latencyValue(atPercentile: 100 * (1 - 1 / x))) / 1000))
             k += 1
         }
         points.append((max(limit, points.last?.x ?? 1), Double(h.maxRecorded) / 1000))
