@@ -91,7 +91,8 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     }
 
     public var liveClients: Int {
-        clients.reduce(0) { $0 + ($1.phase == .idle || $1.phase == .ended ? 0 : 1) }
+        // By index: `clients.reduce` would copy every client's record to read one field.
+        clients.indices.reduce(0) { $0 + (clients[$1].phase == .idle || clients[$1].phase == .ended ? 0 : 1) }
     }
 
     public func beginRampUp(startNs: UInt64) {
