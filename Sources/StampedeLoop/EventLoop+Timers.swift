@@ -22,6 +22,14 @@ extension EventLoop {
         return maxTimerLagNs
     }
 
+    /// Nanoseconds until the earliest timer (0 when one is due), or -1 without timers: the wait's
+    /// timeout when `waitsWithTimeout`.
+    func nextTimerTimeoutNs() -> Int64 {
+        guard let next = timers.peekDeadline() else { return -1 }
+        let now = Self.now()
+        return next <= now ? 0 : Int64(min(next - now, UInt64(Int64.max)))
+    }
+
     func armTimer() {
         guard let next = timers.peekDeadline() else { return }
         if next != armedDeadline {
@@ -38,8 +46,8 @@ extension EventLoop {
     /// Fires the timers due now, at most as many as the heap held on entry (and at most
     /// `maxTimersPerWakeup`): a handler that re-schedules into the past (catch-up, an interval of
     /// zero) gets its timer again on the next iteration, after epoll, tasks and the stop flag,
-    /// instead of spinning here forever. Timers left due re-arm the timerfd in the past, so the
-    /// next epoll_wait returns at once.
+    /// instead of spinning here forever. Timers left due make the next wait return at once (a
+    /// zero timeout, or the timerfd re-armed in the past).
     func fireTimers() {
         guard timers.count > 0 else { return }
         let now = Self.now()

@@ -23,7 +23,19 @@ public final class EventLoop: @unchecked Sendable {
         /// firing starts may fire, it bounds one iteration's timer work, so tasks (the engine's
         /// snapshots and stop requests), I/O and the stop flag are never starved by timers.
         public var maxTimersPerWakeup = 8192
+        /// How the loop sleeps until its next timer.
+        public var timerWait = TimerWait.automatic
         public init() {}
+    }
+
+    /// How a loop sleeps until its next timer.
+    public enum TimerWait: Sendable {
+        /// The next deadline as epoll_pwait2's own timeout where the kernel has it (Linux 5.11;
+        /// a seccomp filter may refuse it): a timer costs no re-arm and no expiry read, two of
+        /// the five system calls of a timer's wake-up. Else as `timerfd`.
+        case automatic
+        /// A timerfd in the epoll set, re-armed whenever the earliest deadline changes.
+        case timerfd
     }
 
     struct Slot {
@@ -80,6 +92,8 @@ public final class EventLoop: @unchecked Sendable {
     var spareReviewNs: UInt64 = 0
     var timers = TimerHeap()
     var armedDeadline: UInt64 = .max
+    /// The next timer's deadline is epoll_pwait2's timeout (`TimerWait.automatic`); else the timerfd.
+    public private(set) var waitsWithTimeout = false
     let readBuffer: UnsafeMutableRawBufferPointer
     let events: UnsafeMutableRawPointer
     var running = false
@@ -133,6 +147,8 @@ public final class EventLoop: @unchecked Sendable {
         var e = syscallStatus { cs_epoll_ctl(ep, EPOLL_CTL_ADD, tfd, EPOLLIN.rawValue, Self.timerfdEpollData) }
         if e == 0 { e = syscallStatus { cs_epoll_ctl(ep, EPOLL_CTL_ADD, wfd, EPOLLIN.rawValue, Self.wakeEpollData) } }
         guard e == 0 else { throw LoopError(operation: "epoll_ctl (timerfd/eventfd)", errno: e) }
+        // Asked once: a wait that returns at once tells whether epoll_pwait2 is there.
+        waitsWithTimeout = configuration.timerWait == .automatic && cs_epoll_wait_ns(ep, events, 1, 0) >= 0
     }
 
     deinit {
@@ -188,6 +204,9 @@ public final class EventLoop: @unchecked Sendable {
     /// Runs the loop on the calling thread until `stop()`.
     public func run() {
         running = true
+        // Timed waits end when due, not up to 50 µs later (the default slack): a late wake-up is a
+        // late send. Only the timing changes if this fails.
+        _ = cs_set_timer_slack_ns(1)
         while !stopRequested.load(ordering: .acquiring) {
             runOnce()
         }
@@ -200,14 +219,21 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     func runOnce() {
-        armTimer()
         let (epfd, events, maxEvents) = (epfd, events, Int32(configuration.maxEventsPerWait))
         let n: Int
         // EINTR (a signal) waits again, inside `syscall`: `stop()` and `execute(_:)` always write
         // the eventfd, so a wait never sleeps through them. epoll_wait never reports EAGAIN; its
         // other errors (EBADF, EINVAL, EFAULT) mean the epoll fd or the event buffer is broken:
         // a bug in the loop, not input.
-        switch syscall({ Int(cs_epoll_wait(epfd, events, maxEvents, -1)) }) {
+        let waited: IOResult
+        if waitsWithTimeout {
+            let timeout = nextTimerTimeoutNs()
+            waited = syscall { Int(cs_epoll_wait_ns(epfd, events, maxEvents, timeout)) }
+        } else {
+            armTimer()
+            waited = syscall { Int(cs_epoll_wait(epfd, events, maxEvents, -1)) }
+        }
+        switch waited {
         case .done(let count): n = count
         case .wouldBlock: n = 0
         case .failed(let e): preconditionFailure("epoll_wait on loop \(index): \(errnoDescription(e)) (errno \(e))")

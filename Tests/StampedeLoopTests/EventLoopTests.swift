@@ -118,8 +118,16 @@ import Glibc
         #expect(optional == nil)
     }
 
-    @Test func timersFireInDeadlineOrderAndFIFOForTies() throws {
-        let t = try TestLoop()
+    /// A loop configured for each way of waiting for timers.
+    static func configuration(_ wait: EventLoop.TimerWait) -> EventLoop.Configuration {
+        var c = EventLoop.Configuration()
+        c.timerWait = wait
+        return c
+    }
+
+    @Test(arguments: [EventLoop.TimerWait.automatic, .timerfd])
+    func timersFireInDeadlineOrderAndFIFOForTies(_ wait: EventLoop.TimerWait) throws {
+        let t = try TestLoop(configuration: Self.configuration(wait))
         defer { t.shutdown() }
         let now = EventLoop.now()
         let ms: UInt64 = 1_000_000
@@ -138,8 +146,9 @@ import Glibc
         #expect(t.sync { $0.scheduledTimers } == 0)
     }
 
-    @Test func pastDeadlinesFireAndTimersScheduledFromCallbacksWork() throws {
-        let t = try TestLoop()
+    @Test(arguments: [EventLoop.TimerWait.automatic, .timerfd])
+    func pastDeadlinesFireAndTimersScheduledFromCallbacksWork(_ wait: EventLoop.TimerWait) throws {
+        let t = try TestLoop(configuration: Self.configuration(wait))
         defer { t.shutdown() }
         // Deadline 0 (long past), then one earlier than an armed later one.
         t.sync { loop in
@@ -149,6 +158,19 @@ import Glibc
         }
         t.handler.wait("3 timers") { $0.events.count == 3 }
         #expect(t.handler.events.compactMap { if case .timer(let token, _, _) = $0 { token } else { nil } } == [1, 2, 3] as [UInt64])
+    }
+
+    /// Where the kernel has epoll_pwait2 (this machine's 6.18 does; a container's seccomp filter
+    /// may refuse it), the automatic mode must use it, or every timer pays the timerfd's two
+    /// extra system calls without anyone noticing.
+    @Test func theAutomaticTimerWaitUsesEpollPwait2WhereTheKernelHasIt() throws {
+        let epfd = epoll_create1(Int32(EPOLL_CLOEXEC))
+        defer { close(epfd) }
+        let events = UnsafeMutableRawPointer.allocate(byteCount: cs_epoll_event_size(), alignment: 16)
+        defer { events.deallocate() }
+        let kernelHasIt = cs_epoll_wait_ns(epfd, events, 1, 0) >= 0
+        #expect(try EventLoop().waitsWithTimeout == kernelHasIt)
+        #expect(try !EventLoop(configuration: Self.configuration(.timerfd)).waitsWithTimeout)
     }
 
     @Test func staleApplicationTokensAreDeliveredUnfiltered() throws {

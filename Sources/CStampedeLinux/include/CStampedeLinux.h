@@ -14,10 +14,12 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +39,26 @@ static inline size_t cs_epoll_event_size(void) { return sizeof(struct epoll_even
 
 static inline int cs_epoll_wait(int epfd, void *events, int maxevents, int timeout_ms) {
     return epoll_wait(epfd, (struct epoll_event *)events, maxevents, timeout_ms);
+}
+
+/// epoll_pwait2 (Linux 5.11): epoll_wait with a relative timeout in nanoseconds, so the next
+/// timer's deadline can be the wait's own timeout (negative: no limit). Called as a raw system
+/// call, because a C library may not wrap it; -1 with ENOSYS where the kernel, a seccomp filter
+/// or the headers lack it (the loop then keeps its timerfd).
+static inline int cs_epoll_wait_ns(int epfd, void *events, int maxevents, int64_t timeout_ns) {
+#ifdef SYS_epoll_pwait2
+    struct timespec ts;
+    const struct timespec *timeout = NULL;
+    if (timeout_ns >= 0) {
+        ts.tv_sec = (time_t)(timeout_ns / 1000000000);
+        ts.tv_nsec = (long)(timeout_ns % 1000000000);
+        timeout = &ts;
+    }
+    return (int)syscall(SYS_epoll_pwait2, epfd, events, maxevents, timeout, NULL, (size_t)8);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
 }
 
 static inline uint32_t cs_epoll_event_events(const void *events, int i) {
@@ -100,6 +122,13 @@ int cs_accept(int fd);
 
 /// Names the calling thread (at most 15 bytes), for top -H and debuggers.
 int cs_set_thread_name(const char *name);
+
+/// Sets the calling thread's timer slack (PR_SET_TIMERSLACK), in nanoseconds. The kernel lets a
+/// timed wait end up to the slack late (50 µs by default) to batch wake-ups; a loop whose timers
+/// are intended send times wants 1 ns.
+static inline int cs_set_timer_slack_ns(unsigned long ns) {
+    return prctl(PR_SET_TIMERSLACK, ns, 0, 0, 0);
+}
 
 static inline int cs_set_int_option(int fd, int level, int name, int value) {
     return setsockopt(fd, level, name, &value, sizeof(value));
