@@ -6,9 +6,9 @@ import Testing
 /// from the loader's own lists, so neither can change without the other (SchemaTests in
 /// StampedeEngineTests then judges whole files with Python's jsonschema).
 struct SchemaKeysTests {
-    static let schema: [String: Any] = {
+    static var schema: [String: Any] {
         (try? JSONSerialization.jsonObject(with: Data(ScenarioSchema.text.utf8))) as? [String: Any] ?? [:]
-    }()
+    }
 
     /// The object schema at a dotted path of properties, through `$ref`s and `anyOf`s (a section
     /// that may also be null is `anyOf: [null, object]`).
