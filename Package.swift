@@ -42,7 +42,7 @@ let package = Package(
         .target(name: "StampedeSession", dependencies: ["StampedeWire"], swiftSettings: hotPath),
         .target(name: "StampedeLoop", dependencies: ["CStampedeLinux", "COpenSSL", "CStampedeTLS"], swiftSettings: hotPath),
         .target(name: "StampedeMetrics", dependencies: [.product(name: "Histogram", package: "hdrhistogram-swift")]),
-        .target(name: "StampedeScenario", dependencies: ["StampedeWire", "Yams"]),
+        .target(name: "StampedeScenario", dependencies: ["StampedeWire", "Yams"], resources: [.embedInCode("stampede.schema.json")]),
         .target(name: "StampedeWorkloads", dependencies: ["StampedeLoop", "StampedeSession", "StampedeWire", "StampedeMetrics", "StampedeScenario", "CStampedeLinux"], swiftSettings: hotPath),
         .target(name: "StampedeServers", dependencies: ["StampedeLoop", "StampedeSession", "StampedeWire", "CStampedeLinux"], swiftSettings: hotPath),
         .target(name: "StampedeReport", dependencies: ["StampedeMetrics", "StampedeScenario", "CZlib"]),
@@ -61,6 +61,6 @@ let package = Package(
         .testTarget(name: "StampedeReportTests", dependencies: ["StampedeReport", "StampedeMetrics", "StampedeScenario"], exclude: ["Fixtures"]),
         .testTarget(name: "StampedeFleetTests", dependencies: ["StampedeFleet", "StampedeMetrics"]),
         .testTarget(name: "StampedeLiveTests", dependencies: ["StampedeLive", "StampedeMetrics", "StampedeLoop"], exclude: ["Fixtures"]),
-        .testTarget(name: "StampedeEngineTests", dependencies: ["StampedeEngine", "StampedeWorkloads", "StampedeServers", "StampedeReport", "StampedeLoop", "StampedeScenario", "StampedeMetrics", "StampedeTestSupport"]),
+        .testTarget(name: "StampedeEngineTests", dependencies: ["StampedeEngine", "StampedeWorkloads", "StampedeServers", "StampedeReport", "StampedeLoop", "StampedeScenario", "StampedeMetrics", "StampedeTestSupport", "Yams"]),
     ]
 )

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Runs every test: installs the Python test peers (websockets, kosoku, aiosignalr, pysignalr,
-# signalrcore, hdrhistogram, kubernetes, strawberry, amqtt, picows, socketio) into git-ignored venvs
+# signalrcore, hdrhistogram, kubernetes, strawberry, amqtt, picows, socketio, schema) into git-ignored venvs
 # under .peers/, builds, and runs the Swift test suite (unit, end-to-end, interop, Autobahn).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/ensure-packages.sh --tests
-for venv in websockets kosoku aiosignalr pysignalr signalrcore hdrhistogram kubernetes strawberry amqtt picows socketio; do
+for venv in websockets kosoku aiosignalr pysignalr signalrcore hdrhistogram kubernetes strawberry amqtt picows socketio schema; do
   bash Tests/peers/ensure-venv.sh "$venv" > /dev/null
 done
 
