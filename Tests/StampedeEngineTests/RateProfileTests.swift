@@ -1,3 +1,4 @@
+import StampedeEngine
 import StampedeLoop
 import StampedeScenario
 import StampedeWorkloads
@@ -133,6 +134,19 @@ import Testing
                 #expect(s.sequencesDue(slot: slot, now: now) == UInt32(passed), "client \(g) at +\(offset)")
             }
             #expect(s.sequencesDue(slot: slot, now: first) == 0)
+        }
+    }
+
+    /// The schedule arithmetic at the extremes the loader lets through (the fuzz target's probe).
+    @Test(arguments: [
+        "clients: 1000000\nconnect_rate: 1000000\nduration: 168h\nmessage:\n  rate: 10000000\n  stages: [{duration: 1ms, rate: 0.001}, {duration: 167h, rate: 10000000}]",
+        "clients: 1\nduration: 168h\nmessage:\n  stages: [{duration: 1ms, rate: 0.001}, {duration: 167h, rate: 0}]",
+        "clients: 7\nduration: 2s\nmessage:\n  stages: [{duration: 1s, rate: 0}]",
+    ])
+    func extremeStagesPlanWithoutTrapping(body: String) {
+        guard case .planned = ScenarioProbe.run("target: embedded\n" + body + "\n") else {
+            Issue.record("refused: \(ScenarioProbe.run("target: embedded\n" + body + "\n"))")
+            return
         }
     }
 }
