@@ -107,6 +107,7 @@ extension RunEngine {
         sample.connecting = connecting
         sample.reconnecting = reconnecting
         sample.errorsByClass = merged.errors
+        sample.targetRate = targetRate(fromNs: lastIntervalNs, toNs: now)
         if !final || sample.messagesSent + sample.messagesReceived + sample.errors > 0 { intervals.append(sample) }
         if let observer = options.intervalObserver {
             let messagePhase: ClosedRange<Double>? = messageStartNs == 0 ? nil
@@ -123,6 +124,17 @@ extension RunEngine {
                                    p50Micros: sample.p50Micros, p99Micros: sample.p99Micros, fanoutP99Micros: fan.totalCount > 0 ? fan.latencyValue(atPercentile: 99) : 0,
                                    errors: totals.errors.reduce(0, +)))
         return merged
+    }
+
+    /// Open model: the messages per second the schedule intended over the interval from `fromNs`
+    /// to `toNs` (`message.rate` or `message.stages`, counted within the message phase only), so
+    /// timeseries.csv shows the target beside what was sent; 0 without an arrival rate.
+    func targetRate(fromNs: UInt64, toNs: UInt64) -> Double {
+        guard messageStartNs > 0, toNs > fromNs, scenario.loadModel == .open, scenario.workload != .rest else { return 0 }
+        let phase = scenario.durationSeconds
+        let a = min(max(signedSeconds(fromNs, since: messageStartNs), 0), phase)
+        let b = min(max(signedSeconds(toNs, since: messageStartNs), 0), phase)
+        return RateProfile(scenario.message).messages(fromSeconds: a, toSeconds: b) / seconds(toNs - fromNs)
     }
 
     /// `a - b` in seconds, negative when `a` is earlier.

@@ -109,8 +109,8 @@ public struct RunPlan: Sendable, Equatable {
     /// The message schedule every loop follows, begun for a phase starting at `startNs`.
     public func schedule(for s: Scenario, startNs: UInt64) -> LoadSchedule {
         var schedule = LoadSchedule(totalClients: s.clients, connectRate: s.connectRate, loadModel: s.loadModel,
-                                    totalRate: s.message.ratePerSecond, thinkTimeNs: thinkTimeNs, seed: s.seed)
-        _ = schedule.beginMessages(endNs: startNs + durationNs)
+                                    totalRate: s.message.ratePerSecond, stages: s.message.stages, thinkTimeNs: thinkTimeNs, seed: s.seed)
+        _ = schedule.beginMessages(startNs: startNs, endNs: startNs + durationNs)
         return schedule
     }
 }

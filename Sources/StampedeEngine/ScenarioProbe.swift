@@ -59,13 +59,14 @@ public enum ScenarioProbe {
         var random = FastRandom(seed: s.seed)
         let last = s.clients - 1
         _ = schedule.connectTime(start: start, globalIndex: last)
-        let first = schedule.firstSend(start: start, globalIndex: last, random: &random)
-        if schedule.intervalNs > 0, first < schedule.endNs {
-            let sequence = UInt32(clamping: (schedule.endNs - first) / schedule.intervalNs)
-            _ = schedule.intended(first: first, sequence: sequence)
+        let first = schedule.firstSend(globalIndex: last, random: &random)
+        if schedule.paces, first < schedule.endNs {
+            let slot = schedule.sendSlot(globalIndex: last)
+            let sequence = schedule.sequencesDue(slot: slot, now: schedule.endNs)
+            _ = schedule.intended(slot: slot, sequence: sequence)
         }
         _ = schedule.nextAfterReply(now: schedule.endNs)
-        _ = schedule.beginMessages(endNs: start + plan.durationNs)
+        _ = schedule.beginMessages(startNs: start, endNs: start + plan.durationNs)
         for spec in [s.reconnect, s.hub?.reconnect ?? .none] {
             var timeline = ReconnectTimeline()
             for _ in 0..<64 { guard timeline.failed(atNs: start, policy: ReconnectPolicy(spec), unitRandom: 0.999) != nil else { break } }

@@ -10,9 +10,10 @@ public enum ResultsWriter {
     public static let summaryFileName = "summary.json"
     public static let timeseriesFileName = "timeseries.csv"
     /// The columns of timeseries.csv; `errors_<class>` (one per error class, in `ErrorClass`
-    /// order) were added at the end, so readers that take columns by position still work.
+    /// order) and then `target_rate` were added at the end, so readers that take columns by
+    /// position still work.
     public static let timeseriesHeader = "elapsed_s,connections_open,messages_sent,messages_received,errors,p50_us,p99_us,connections_connecting,connections_reconnecting"
-        + ErrorClass.allCases.map { ",errors_" + $0.key }.joined()
+        + ErrorClass.allCases.map { ",errors_" + $0.key }.joined() + ",target_rate"
     /// `outputPercentileDistribution` reporting points per half distance in .hgrm files (HdrHistogram's usual 5).
     public static let hgrmTicksPerHalfDistance = 5
 
@@ -326,7 +327,7 @@ public enum ResultsWriter {
         for s in intervals {
             csv += "\(fixed3(s.elapsedSeconds)),\(s.openConnections),\(s.messagesSent),\(s.messagesReceived),\(s.errors),\(s.p50Micros),\(s.p99Micros),\(s.connecting),\(s.reconnecting)"
             for e in ErrorClass.allCases { csv += ",\(e.rawValue < s.errorsByClass.count ? s.errorsByClass[e.rawValue] : 0)" }
-            csv += "\n"
+            csv += ",\(fixed3(s.targetRate))\n"
         }
         return csv
     }

@@ -76,6 +76,9 @@ public struct IntervalSample: Sendable, Equatable {
     /// Round-trip latency (corrected) percentiles of this interval, microseconds; 0 when nothing was recorded.
     public var p50Micros: UInt64
     public var p99Micros: UInt64
+    /// Open model: messages per second the schedule intended over this interval (`message.rate`
+    /// or `message.stages`, within the message phase); 0 without an arrival rate.
+    public var targetRate: Double = 0
     public init(elapsedSeconds: Double, openConnections: Int, messagesSent: UInt64, messagesReceived: UInt64, errors: UInt64, p50Micros: UInt64, p99Micros: UInt64) {
         self.elapsedSeconds = elapsedSeconds; self.openConnections = openConnections; self.messagesSent = messagesSent
         self.messagesReceived = messagesReceived; self.errors = errors; self.p50Micros = p50Micros; self.p99Micros = p99Micros

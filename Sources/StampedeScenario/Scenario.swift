@@ -177,13 +177,29 @@ public enum LoadModel: String, Sendable, Equatable, CaseIterable {
 }
 
 public struct MessageSpec: Sendable, Equatable {
-    /// Open model: messages per second across all clients.
+    /// Open model: messages per second across all clients; with `stages`, the rate the first stage starts from.
     public var ratePerSecond: Double
     /// Size in bytes of the `message` text (padded); at least `MessageSpec.minimumSize`.
     public var size: Int
-    public init(ratePerSecond: Double, size: Int) { self.ratePerSecond = ratePerSecond; self.size = size }
+    /// Open model: the arrival rate over the message phase (`message.stages`), each stage linear
+    /// from the previous rate to its own; empty: `ratePerSecond` throughout. After the last stage
+    /// the rate holds at the last stage's.
+    public var stages: [RateStage] = []
+    public init(ratePerSecond: Double, size: Int, stages: [RateStage] = []) {
+        self.ratePerSecond = ratePerSecond; self.size = size; self.stages = stages
+    }
     /// Room for the metadata the chat workload puts in the text (sender, sequence, timestamps).
     public static let minimumSize = 64
+}
+
+/// One stage of `message.stages`: over `durationSeconds` the arrival rate goes linearly from the
+/// previous stage's rate (or `message.rate` for the first) to `ratePerSecond`.
+public struct RateStage: Sendable, Equatable {
+    public var durationSeconds: Double
+    public var ratePerSecond: Double
+    public init(durationSeconds: Double, ratePerSecond: Double) {
+        self.durationSeconds = durationSeconds; self.ratePerSecond = ratePerSecond
+    }
 }
 
 /// Something that happens at a fixed time in the message phase.

@@ -39,6 +39,7 @@ extension Reader {
         if let node = fields["load_model"] {
             loadModel = try choice(node, field: "load_model")
         }
+        try checkRateStages(message, fields: fields, duration: duration, loadModel: loadModel, workload: workload)
         var thinkTime = 0.0
         if let node = fields["think_time"] {
             thinkTime = try self.duration(node, field: "think_time", allowZero: true)
@@ -297,12 +298,13 @@ extension Reader {
             throw error(at: node, field: "message", "expected a mapping with 'rate' and/or 'size', got \(describe(node))")
         }
         let fields = try Fields(mapping, path: "message", known: Keys.message, reader: self)
+        if let stages = fields["stages"] {
+            spec.stages = try rateStages(stages)
+            // With stages, `rate` is where the first stage starts from: a ramp from nothing unless given.
+            spec.ratePerSecond = 0
+        }
         if let rate = fields["rate"] {
-            spec.ratePerSecond = try number(rate, field: "message.rate", atLeast: 0, maximum: Limits.messageRate)
-            guard spec.ratePerSecond == 0 || spec.ratePerSecond >= Limits.slowestRate else {
-                throw error(at: rate, field: "message.rate",
-                            "expected 0 (no messages) or a rate from \(format(Limits.slowestRate)) to \(format(Limits.messageRate)) per second, got \(describe(rate))")
-            }
+            spec.ratePerSecond = try messageRate(rate, field: "message.rate")
         }
         if let size = fields["size"] {
             spec.size = try byteSize(size, field: "message.size", in: Limits.messageSize)

@@ -20,8 +20,10 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         public var globalIndices: [Int]
         public var connectRate: Double
         public var loadModel: LoadModel
-        /// Open model: total messages per second over all clients.
+        /// Open model: total messages per second over all clients (with stages, where the first starts).
         public var totalRate: Double
+        /// Open model: `message.stages`, the rate over the phase (empty: `totalRate` throughout).
+        public var rateStages: [RateStage] = []
         public var thinkTimeNs: UInt64
         public var messageSize: Int
         public var runTag: String
@@ -58,7 +60,8 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     var dueSequence: [UInt32]
     /// Own messages sent and not yet echoed, per client.
     var outstanding: [UInt32]
-    var scheduleStartNs: [UInt64]
+    /// Open model: each client's place in the aggregate stream (`LoadSchedule.sendSlot`).
+    var sendSlots: [UInt32]
     /// When the message phase began (clients that connect later start from it).
     var messageStartNs: UInt64 = 0
     var schedule: LoadSchedule
@@ -103,7 +106,6 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         flow = FlowProgram(spec: plan.flow ?? .chat(messageSize: plan.messageSize), secretValues: plan.secretValues)
         dueSequence = Array(repeating: 0, count: n)
         outstanding = Array(repeating: 0, count: n)
-        scheduleStartNs = Array(repeating: 0, count: n)
         notYetStarted = n
         reconnectPolicy = ReconnectPolicy(plan.reconnect)
         everOpened = Array(repeating: false, count: n)
@@ -117,7 +119,8 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         churnJoining = Array(repeating: false, count: n)
         churnGeneration = Array(repeating: 0, count: n)
         schedule = LoadSchedule(totalClients: plan.totalClients, connectRate: plan.connectRate, loadModel: plan.loadModel,
-                                totalRate: plan.totalRate, thinkTimeNs: plan.thinkTimeNs, seed: plan.seed)
+                                totalRate: plan.totalRate, stages: plan.rateStages, thinkTimeNs: plan.thinkTimeNs, seed: plan.seed)
+        sendSlots = plan.globalIndices.map { [schedule] in schedule.sendSlot(globalIndex: $0) }
         ws.application = self
         ws.connectsWhenReady = true
         ws.metrics.named = flow.namedMetrics()
@@ -140,18 +143,18 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     }
 
     /// Starts sending. Open model: client g's messages are intended at
-    /// `start + g/clients × interval + k × interval`, so the total stream is evenly spaced at the rate.
+    /// `start + slot(g)/clients × interval + k × interval`, so the total stream is evenly spaced at
+    /// the rate (or follows `message.stages`: `LoadSchedule`).
     public func beginMessages(startNs: UInt64, endNs: UInt64) {
         phase = .messages
-        guard schedule.beginMessages(endNs: endNs) else { return }
+        guard schedule.beginMessages(startNs: startNs, endNs: endNs) else { return }
         messageStartNs = startNs
         for k in plan.globalIndices.indices where ws.isReady(k) { startSending(k) }
     }
 
     /// Client `k`'s first message of the phase (open model: its slot in the even stream).
     func startSending(_ k: Int) {
-        let first = schedule.firstSend(start: messageStartNs, globalIndex: plan.globalIndices[k], random: &ws.random)
-        scheduleStartNs[k] = first
+        let first = schedule.firstSend(globalIndex: plan.globalIndices[k], random: &ws.random)
         if schedule.isInPhase(first) { ws.schedule(at: first, token: token(.send, k)) }
     }
 
@@ -214,7 +217,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         while nextSequence[k] < dueSequence[k] {
             if ws.isBackedUp(k) { return }
             let seq = nextSequence[k]
-            sendMessage(k, sequence: seq, intendedNs: schedule.intended(first: scheduleStartNs[k], sequence: seq))
+            sendMessage(k, sequence: seq, intendedNs: schedule.intended(slot: sendSlots[k], sequence: seq))
             nextSequence[k] = seq + 1
         }
     }
@@ -255,7 +258,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
                 guard reconnecting[k], plan.loadModel == .open else { return }
                 dueSequence[k] += 1
                 if plan.whileDisconnected == .drop { dropDue(k) }
-                let next = deadline + schedule.intervalNs
+                let next = schedule.intended(slot: sendSlots[k], sequence: dueSequence[k])
                 if schedule.isInPhase(next) { ws.schedule(at: next, token: token) }
                 return
             }
@@ -264,7 +267,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
                 dueSequence[k] += 1
                 if ws.isBackedUp(k) { ws.metrics.count(.sendsDeferred) }
                 sendDue(k)
-                let next = deadline + schedule.intervalNs
+                let next = schedule.intended(slot: sendSlots[k], sequence: dueSequence[k])
                 if schedule.isInPhase(next) { ws.schedule(at: next, token: token) }
             case .closed:
                 let seq = nextSequence[k]
@@ -355,12 +358,10 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         let now = EventLoop.now()
         switch plan.loadModel {
         case .open:
-            guard schedule.intervalNs > 0 else { return }
-            let first = scheduleStartNs[k]
-            let seqNow = now > first ? UInt32((now - first) / schedule.intervalNs) + 1 : 0
-            nextSequence[k] = max(nextSequence[k], seqNow)
+            guard schedule.paces else { return }
+            nextSequence[k] = max(nextSequence[k], schedule.sequencesDue(slot: sendSlots[k], now: now))
             dueSequence[k] = nextSequence[k]
-            let next = schedule.intended(first: first, sequence: nextSequence[k])
+            let next = schedule.intended(slot: sendSlots[k], sequence: nextSequence[k])
             if schedule.isInPhase(next) { ws.schedule(at: next, token: token(.send, k)) }
         case .closed:
             if let next = schedule.nextAfterReply(now: now) { ws.schedule(at: next, token: token(.send, k)) }

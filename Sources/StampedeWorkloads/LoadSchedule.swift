@@ -6,7 +6,10 @@ import StampedeScenario
 /// Ramp-up: client g connects at `start + g / connectRate`. Open model (wrk2's schedule): the
 /// total stream is evenly spaced at the rate, so client g's k-th message is intended at
 /// `first(g) + k × interval`, with `first(g) = start + slot(g)/N × interval`, and latency counts
-/// from that intended time. `slot` is a pseudo-random permutation of the clients drawn from the
+/// from that intended time. That is, message `j = slot(g) + k·N` of the aggregate stream is
+/// intended at `j / rate`; with `message.stages` the rate changes over the phase and message j is
+/// intended where the cumulative count reaches j (`RateProfile`), so the same per-client chains
+/// follow the profile exactly. `slot` is a pseudo-random permutation of the clients drawn from the
 /// seed: with `first(g)` growing with g, the senders of second t would be the clients that
 /// connected t-th, and a server that broadcasts in connection order would show its
 /// position-in-broadcast cost as a latency trend over the run. Closed model: the next message
@@ -15,19 +18,25 @@ public struct LoadSchedule: Sendable {
     public let totalClients: Int
     public let connectRate: Double
     public let loadModel: LoadModel
-    /// Open model: messages per second over all clients.
+    /// Open model: messages per second over all clients (with stages, where the first starts).
     public let totalRate: Double
+    /// Open model: the rate over the phase (`message.stages`; constant at `totalRate` without).
+    public let profile: RateProfile
     public let thinkTimeNs: UInt64
-    /// Open model: time between one client's messages.
+    /// Open model at a constant rate: time between one client's messages (0 with stages).
     public private(set) var intervalNs: UInt64 = 0
+    /// Start of the message phase: the profile's time 0.
+    public private(set) var startNs: UInt64 = 0
     /// End of the message phase: nothing is scheduled at or after it.
     public private(set) var endNs: UInt64 = 0
     /// Keys the open model's permutation of send slots (the scenario's seed).
     public let seed: UInt64
 
-    public init(totalClients: Int, connectRate: Double, loadModel: LoadModel, totalRate: Double, thinkTimeNs: UInt64, seed: UInt64 = 0) {
+    public init(totalClients: Int, connectRate: Double, loadModel: LoadModel, totalRate: Double, stages: [RateStage] = [],
+                thinkTimeNs: UInt64, seed: UInt64 = 0) {
         self.totalClients = totalClients; self.connectRate = connectRate; self.loadModel = loadModel
         self.totalRate = totalRate; self.thinkTimeNs = thinkTimeNs; self.seed = seed
+        profile = RateProfile(startRate: totalRate, stages: stages)
     }
 
     /// When client `g` connects.
@@ -35,22 +44,30 @@ public struct LoadSchedule: Sendable {
         start + nanoseconds(Double(g) / connectRate)
     }
 
-    /// Starts the message phase; false when nothing is to be sent (open model at rate 0).
-    public mutating func beginMessages(endNs: UInt64) -> Bool {
+    /// Starts the message phase at `startNs`; false when nothing is to be sent (open model whose
+    /// rate stays 0).
+    public mutating func beginMessages(startNs: UInt64, endNs: UInt64) -> Bool {
+        self.startNs = startNs
         self.endNs = endNs
         if loadModel == .open {
-            guard totalRate > 0 else { return false }
-            intervalNs = nanoseconds(Double(totalClients) / totalRate)
+            guard profile.sendsAnything else { return false }
+            if let rate = profile.constantRate { intervalNs = nanoseconds(Double(totalClients) / rate) }
         }
         return true
     }
 
-    /// Client `g`'s first send: in its slot of the evenly spaced stream (open) or at random
-    /// within a think time (closed), so clients do not all send at the same instant.
-    public func firstSend(start: UInt64, globalIndex g: Int, random: inout FastRandom) -> UInt64 {
+    /// Open model: whether the phase has a send chain for each client (a rate above 0 somewhere).
+    public var paces: Bool { loadModel == .open && endNs > 0 && profile.sendsAnything }
+
+    /// Client `g`'s place in the open model's stream (`slot(of:among:seed:)`), for `intended(slot:sequence:)`.
+    public func sendSlot(globalIndex g: Int) -> UInt32 { UInt32(Self.slot(of: g, among: totalClients, seed: seed)) }
+
+    /// Client `g`'s first send: in its slot of the stream (open) or at random within a think time
+    /// (closed), so clients do not all send at the same instant.
+    public func firstSend(globalIndex g: Int, random: inout FastRandom) -> UInt64 {
         switch loadModel {
-        case .open: start + UInt64(Double(intervalNs) * Double(Self.slot(of: g, among: totalClients, seed: seed)) / Double(totalClients))
-        case .closed: start + random.next() % max(thinkTimeNs, 10_000_000)
+        case .open: intended(slot: sendSlot(globalIndex: g), sequence: 0)
+        case .closed: startNs + random.next() % max(thinkTimeNs, 10_000_000)
         }
     }
 
@@ -82,9 +99,33 @@ public struct LoadSchedule: Sendable {
         return z ^ (z >> 31)
     }
 
-    /// Open model: the intended send time of message `sequence` of a client whose first send is `first`.
+    /// Open model: the intended send time of message `sequence` of the client in `slot`: message
+    /// `slot + sequence·N` of the aggregate stream; `UInt64.max` when the rate never gets there.
     @inline(__always)
-    public func intended(first: UInt64, sequence: UInt32) -> UInt64 { first + UInt64(sequence) * intervalNs }
+    public func intended(slot: UInt32, sequence: UInt32) -> UInt64 {
+        if intervalNs > 0 {
+            // A constant rate: evenly spaced, in integer nanoseconds from the client's first send.
+            return startNs + UInt64(Double(intervalNs) * Double(slot) / Double(totalClients)) + UInt64(sequence) * intervalNs
+        }
+        let j = Double(slot) + Double(sequence) * Double(totalClients)
+        guard let offset = profile.offsetNs(ofMessage: j), offset < UInt64.max - startNs else { return UInt64.max }
+        return startNs + offset
+    }
+
+    /// Open model: how many of the client in `slot`'s messages are due by `now` (none until its
+    /// first send has passed), where a client that rejoins the schedule picks it up.
+    public func sequencesDue(slot: UInt32, now: UInt64) -> UInt32 {
+        let first = intended(slot: slot, sequence: 0)
+        guard now > first else { return 0 }
+        if intervalNs > 0 { return UInt32(clamping: (now - first) / intervalNs + 1) }
+        // The count from the profile, then corrected against the exact intended times (rounding
+        // can put the estimate one off either way).
+        let m = profile.messages(throughSeconds: Double(now - startNs) / 1e9)
+        var due = UInt32(clamping: Int(max(0, ((m - Double(slot)) / Double(totalClients)).rounded(.down)) + 1))
+        for _ in 0..<4 where due > 1 && intended(slot: slot, sequence: due - 1) > now { due -= 1 }
+        for _ in 0..<4 where intended(slot: slot, sequence: due) <= now { due += 1 }
+        return due
+    }
 
     /// Whether something due at `t` still belongs to the message phase.
     @inline(__always)

@@ -36,10 +36,10 @@ import Testing
 
     @Test func firstSendsStayEvenlySpacedOverOneInterval() {
         var schedule = LoadSchedule(totalClients: 200, connectRate: 100, loadModel: .open, totalRate: 100, thinkTimeNs: 0, seed: 3)
-        let sending = schedule.beginMessages(endNs: .max)
+        let sending = schedule.beginMessages(startNs: 1_000, endNs: .max)
         #expect(sending)
         var random = FastRandom(seed: 1)
-        let firsts = (0..<200).map { schedule.firstSend(start: 1_000, globalIndex: $0, random: &random) }.sorted()
+        let firsts = (0..<200).map { schedule.firstSend(globalIndex: $0, random: &random) }.sorted()
         let step = schedule.intervalNs / 200  // 2 s / 200 clients = 10 ms
         for (i, t) in firsts.enumerated() { #expect(t == 1_000 + UInt64(i) * step, "slot \(i)") }
     }

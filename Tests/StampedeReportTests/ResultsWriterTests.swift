@@ -321,15 +321,16 @@ import Testing
         try withTempDir { root in
             let folder = try ResultsWriter.write(record(), resultsRoot: root)
             let csv = try String(contentsOf: folder.appendingPathComponent("timeseries.csv"), encoding: .utf8)
-            // The errors_<class> columns come last (added later): one per class, in ErrorClass order.
-            let classes = ErrorClass.allCases.map { ",errors_" + $0.key }.joined()
+            // The errors_<class> columns (one per class, in ErrorClass order) and then target_rate
+            // come last (added later).
+            let classes = ErrorClass.allCases.map { ",errors_" + $0.key }.joined() + ",target_rate"
             let zeros = String(repeating: ",0", count: ErrorClass.allCases.count)
             let two = ErrorClass.allCases.map { $0 == .connectionReset ? ",2" : ",0" }.joined()
             #expect(csv == """
                 elapsed_s,connections_open,messages_sent,messages_received,errors,p50_us,p99_us,connections_connecting,connections_reconnecting\(classes)
-                1.000,10,100,180,0,250,900,0,0\(zeros)
-                2.500,9,95,170,2,260,1200,0,0\(two)
-                3.125,0,0,0,0,0,0,0,0\(zeros)
+                1.000,10,100,180,0,250,900,0,0\(zeros),100.000
+                2.500,9,95,170,2,260,1200,0,0\(two),0.000
+                3.125,0,0,0,0,0,0,0,0\(zeros),0.000
 
                 """)
         }
@@ -355,7 +356,11 @@ import Testing
             scenario: scenario, startedAt: started, endedAt: started.addingTimeInterval(3.125), partial: false,
             partialReason: nil, fatalError: nil, totals: totals,
             intervals: [
-                IntervalSample(elapsedSeconds: 1, openConnections: 10, messagesSent: 100, messagesReceived: 180, errors: 0, p50Micros: 250, p99Micros: 900),
+                {
+                    var s = IntervalSample(elapsedSeconds: 1, openConnections: 10, messagesSent: 100, messagesReceived: 180, errors: 0, p50Micros: 250, p99Micros: 900)
+                    s.targetRate = 100
+                    return s
+                }(),
                 {
                     var s = IntervalSample(elapsedSeconds: 2.5, openConnections: 9, messagesSent: 95, messagesReceived: 170, errors: 2, p50Micros: 260, p99Micros: 1200)
                     s.errorsByClass = ErrorClass.allCases.map { $0 == .connectionReset ? 2 : 0 }

@@ -51,8 +51,7 @@ struct SchemaKeysTests {
 
     @Test func everySectionNamesExactlyTheFieldsTheLoaderReads() {
         #expect(Self.keys("") == Set(Keys.topLevel))
-        // `stages` is read by the loader once the stages helper's branch merges.
-        #expect(Self.keys("message") == Set(Keys.message).union(["stages"]))
+        #expect(Self.keys("message") == Set(Keys.message))
         #expect(Self.keys("hub") == Set(Keys.hub))
         #expect(Self.keys("rest") == Set(Keys.rest))
         #expect(Self.keys("websocket") == Set(Keys.websocket))

@@ -52,6 +52,7 @@ struct ChatKind: WorkloadKind {
         plan.heartbeat = s.heartbeat
         plan.whileDisconnected = s.whileDisconnected
         plan.seed = s.seed
+        plan.rateStages = s.message.stages
         plan.stampClockOffsetNs = setup.stampClockOffsetNs
         plan.flow = flow
         plan.secretValues = secretValues

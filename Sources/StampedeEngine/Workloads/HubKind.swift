@@ -51,6 +51,7 @@ struct HubKind: WorkloadKind {
                            connectTimeoutNs: nanoseconds(s.connectTimeoutSeconds), maxMessageBytes: s.maxMessageBytes,
                            sourceAddresses: s.sourceAddressValues, runTag: s.name)
         plan.whileDisconnected = s.whileDisconnected
+        plan.rateStages = s.message.stages
         plan.stampClockOffsetNs = setup.stampClockOffsetNs
         plan.tls = setup.tls
         plan.addresses = setup.perClient(addresses)

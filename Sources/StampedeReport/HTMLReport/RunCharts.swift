@@ -94,7 +94,7 @@ enum RunCharts {
 
     /// Messages per second, connections, and errors by class over time, from timeseries.csv.
     static func timeseries(_ run: RunData) -> String {
-        let levels: Set<String> = ["elapsed_s", "connections_open", "connections_connecting", "connections_reconnecting", "p50_us", "p99_us"]
+        let levels: Set<String> = ["elapsed_s", "connections_open", "connections_connecting", "connections_reconnecting", "p50_us", "p99_us", "target_rate"]
         guard let t = run.timeseries?.downsampled(levels: levels), let elapsed = t.column("elapsed_s"), !elapsed.isEmpty else {
             return HTMLPage.section("rates", "Messages, connections and errors over time", "<p>No timeseries.csv in this folder (a merged folder has none).</p>")
         }
@@ -108,10 +108,14 @@ enum RunCharts {
             guard let c = t.column(name) else { return [] }
             return c.indices.map { (elapsed[$0], c[$0]) }
         }
+        var messageSeries = [ChartSeries(name: "sent", color: Palette.p50, points: rate("messages_sent")),
+                             ChartSeries(name: "received (echoes + broadcasts)", color: Palette.p99, points: rate("messages_received"))]
+        // The open model's intended rate (message.rate or its stages), when the run had one.
+        if let target = t.column("target_rate"), target.contains(where: { $0 > 0 }) {
+            messageSeries.append(ChartSeries(name: "target (intended)", color: Palette.max, points: level("target_rate"), dashed: true))
+        }
         var out = LineChart(id: "chart-messages", title: "Messages per second", xLabel: "seconds since the run started", yLabel: "messages/s",
-                            series: [ChartSeries(name: "sent", color: Palette.p50, points: rate("messages_sent")),
-                                     ChartSeries(name: "received (echoes + broadcasts)", color: Palette.p99, points: rate("messages_received"))],
-                            yFormat: Fmt.tick).html()
+                            series: messageSeries, yFormat: Fmt.tick).html()
         out += LineChart(id: "chart-connections", title: "Connections", xLabel: "seconds since the run started", yLabel: "clients",
                          series: [ChartSeries(name: "open", color: Palette.p90, points: level("connections_open")),
                                   ChartSeries(name: "connecting", color: Palette.p50, points: level("connections_connecting")),

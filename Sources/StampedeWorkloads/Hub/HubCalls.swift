@@ -13,8 +13,8 @@ struct HubCalls {
     /// between are due and not yet sent (deferred by backpressure, or queued while reconnecting).
     var nextSequence: UInt32 = 0
     var dueSequence: UInt32 = 0
-    /// When the first call of this client's schedule was (or is) due.
-    var scheduleStartNs: UInt64 = 0
+    /// Open model: the client's place in the aggregate stream (`LoadSchedule.sendSlot`).
+    var sendSlot: UInt32 = 0
     /// The send chain's own epoch (the connection's `epoch` changes with every restart, and the
     /// open-model chain goes on through a reconnect); replaced only when a chain is restarted.
     var sendEpoch: UInt32 = 0

@@ -20,7 +20,7 @@ extension HubClients {
                 return
             }
             let seq = clients[k].calls.nextSequence
-            call(k, sequence: seq, intendedNs: schedule.intended(first: clients[k].calls.scheduleStartNs, sequence: seq))
+            call(k, sequence: seq, intendedNs: schedule.intended(slot: clients[k].calls.sendSlot, sequence: seq))
             clients[k].calls.nextSequence = seq + 1
         }
     }
@@ -211,12 +211,11 @@ extension HubClients {
     /// the message phase began) picks the schedule up where it is now; the calls before were
     /// never due for it, so they are not counted.
     func rejoinSchedule(_ k: Int) {
-        guard schedule.intervalNs > 0 else { return }
+        guard schedule.paces else { return }
         dropDue(k)  // nothing is pending without a chain; if something is, it is counted, not forgotten
         let now = EventLoop.now()
-        let seqNow = now > clients[k].calls.scheduleStartNs ? UInt32((now - clients[k].calls.scheduleStartNs) / schedule.intervalNs) + 1 : 0
-        clients[k].calls.rejoin(atSequence: seqNow)
-        let next = schedule.intended(first: clients[k].calls.scheduleStartNs, sequence: clients[k].calls.nextSequence)
+        clients[k].calls.rejoin(atSequence: schedule.sequencesDue(slot: clients[k].calls.sendSlot, now: now))
+        let next = schedule.intended(slot: clients[k].calls.sendSlot, sequence: clients[k].calls.nextSequence)
         if schedule.isInPhase(next) {
             loop.schedule(at: next, token: sendToken(k))
             clients[k].calls.sendChain = true

@@ -77,7 +77,8 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
         reconnectPolicy = ReconnectPolicy(plan.spec.reconnect)
         userNames = Array(repeating: [], count: plan.globalIndices.count)  // made on use (`userName`)
         schedule = LoadSchedule(totalClients: plan.totalClients, connectRate: plan.connectRate, loadModel: plan.loadModel,
-                                totalRate: plan.totalRate, thinkTimeNs: plan.thinkTimeNs, seed: plan.seed)
+                                totalRate: plan.totalRate, stages: plan.rateStages, thinkTimeNs: plan.thinkTimeNs, seed: plan.seed)
+        for (k, g) in plan.globalIndices.enumerated() { clients[k].calls.sendSlot = schedule.sendSlot(globalIndex: g) }
         scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: max(64 * 1024, plan.messageSize * 2 + 4096), alignment: 16)
         loop.handler = self
     }
@@ -105,10 +106,9 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
 
     public func beginMessages(startNs: UInt64, endNs: UInt64) {
         phase = .messages
-        guard schedule.beginMessages(endNs: endNs), plan.spec.operation != .none, plan.spec.call != nil else { return }
+        guard schedule.beginMessages(startNs: startNs, endNs: endNs), plan.spec.operation != .none, plan.spec.call != nil else { return }
         for (k, g) in plan.globalIndices.enumerated() where clients[k].phase == .connected {
-            let first = schedule.firstSend(start: startNs, globalIndex: g, random: &random)
-            clients[k].calls.scheduleStartNs = first
+            let first = schedule.firstSend(globalIndex: g, random: &random)
             if schedule.isInPhase(first) {
                 loop.schedule(at: first, token: sendToken(k))
                 clients[k].calls.sendChain = plan.loadModel == .open
@@ -170,7 +170,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
                     clients[k].calls.sendChain = false  // ended: nothing more is due
                     return
                 }
-                let next = deadline + schedule.intervalNs
+                let next = schedule.intended(slot: clients[k].calls.sendSlot, sequence: clients[k].calls.dueSequence)
                 if schedule.isInPhase(next) { loop.schedule(at: next, token: token) } else { clients[k].calls.sendChain = false }
             case .closed:
                 // Closed model: nothing is due while disconnected; the chain starts again on reconnect.

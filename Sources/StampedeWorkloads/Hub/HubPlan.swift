@@ -11,8 +11,10 @@ public struct HubPlan: Sendable {
     public var globalIndices: [Int]
     public var connectRate: Double
     public var loadModel: LoadModel
-    /// Open model: calls per second over all clients.
+    /// Open model: calls per second over all clients (with stages, where the first starts).
     public var totalRate: Double
+    /// Open model: `message.stages`, the rate over the phase (empty: `totalRate` throughout).
+    public var rateStages: [RateStage] = []
     public var thinkTimeNs: UInt64
     /// Size of the `{stamp}` argument text.
     public var messageSize: Int

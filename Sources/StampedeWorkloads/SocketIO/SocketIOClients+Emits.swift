@@ -27,7 +27,7 @@ extension SocketIOClients {
                 clients[k].calls.sendChain = false
                 return
             }
-            let next = deadline + schedule.intervalNs
+            let next = schedule.intended(slot: clients[k].calls.sendSlot, sequence: clients[k].calls.dueSequence)
             if schedule.isInPhase(next) { loop.schedule(at: next, token: token) } else { clients[k].calls.sendChain = false }
         case .closed:
             guard clients[k].phase == .connected else { return }
@@ -47,7 +47,7 @@ extension SocketIOClients {
             }
             let seq = clients[k].calls.nextSequence
             clients[k].calls.nextSequence = seq + 1
-            scheduledEmit(k, sequence: seq, intendedNs: schedule.intended(first: clients[k].calls.scheduleStartNs, sequence: seq))
+            scheduledEmit(k, sequence: seq, intendedNs: schedule.intended(slot: clients[k].calls.sendSlot, sequence: seq))
         }
     }
 

@@ -35,12 +35,11 @@ extension SocketIOClients {
 
     /// Open model: a client whose send chain had stopped picks the schedule up where it is now.
     func rejoinSchedule(_ k: Int) {
-        guard schedule.intervalNs > 0 else { return }
+        guard schedule.paces else { return }
         dropDue(k)
         let now = EventLoop.now()
-        let seqNow = now > clients[k].calls.scheduleStartNs ? UInt32((now - clients[k].calls.scheduleStartNs) / schedule.intervalNs) + 1 : 0
-        clients[k].calls.rejoin(atSequence: seqNow)
-        let next = schedule.intended(first: clients[k].calls.scheduleStartNs, sequence: clients[k].calls.nextSequence)
+        clients[k].calls.rejoin(atSequence: schedule.sequencesDue(slot: clients[k].calls.sendSlot, now: now))
+        let next = schedule.intended(slot: clients[k].calls.sendSlot, sequence: clients[k].calls.nextSequence)
         if schedule.isInPhase(next) {
             loop.schedule(at: next, token: sendToken(k))
             clients[k].calls.sendChain = true

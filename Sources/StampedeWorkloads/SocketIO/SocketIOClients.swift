@@ -65,7 +65,8 @@ public final class SocketIOClients: EventLoopHandler, LoopWorkload, @unchecked S
         reconnectPolicy = ReconnectPolicy(plan.spec.reconnect)
         userNames = Array(repeating: [], count: plan.globalIndices.count)
         schedule = LoadSchedule(totalClients: plan.totalClients, connectRate: plan.connectRate, loadModel: plan.loadModel,
-                                totalRate: plan.totalRate, thinkTimeNs: plan.thinkTimeNs, seed: plan.seed)
+                                totalRate: plan.totalRate, stages: plan.rateStages, thinkTimeNs: plan.thinkTimeNs, seed: plan.seed)
+        for (k, g) in plan.globalIndices.enumerated() { clients[k].calls.sendSlot = schedule.sendSlot(globalIndex: g) }
         scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: max(64 * 1024, plan.maxMessageBytes + 4096), alignment: 16)
         decodeScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: max(64 * 1024, plan.maxMessageBytes), alignment: 16)
         named = .allocate(capacity: plan.secretValues.count)
@@ -109,10 +110,9 @@ public final class SocketIOClients: EventLoopHandler, LoopWorkload, @unchecked S
 
     public func beginMessages(startNs: UInt64, endNs: UInt64) {
         phase = .messages
-        guard schedule.beginMessages(endNs: endNs), plan.spec.emit != nil else { return }
+        guard schedule.beginMessages(startNs: startNs, endNs: endNs), plan.spec.emit != nil else { return }
         for (k, g) in plan.globalIndices.enumerated() where clients[k].phase == .connected {
-            let first = schedule.firstSend(start: startNs, globalIndex: g, random: &random)
-            clients[k].calls.scheduleStartNs = first
+            let first = schedule.firstSend(globalIndex: g, random: &random)
             if schedule.isInPhase(first) {
                 loop.schedule(at: first, token: sendToken(k))
                 clients[k].calls.sendChain = plan.loadModel == .open

@@ -12,8 +12,10 @@ public struct SocketIOPlan: Sendable {
     public var globalIndices: [Int]
     public var connectRate: Double
     public var loadModel: LoadModel
-    /// Open model: emits per second over all clients.
+    /// Open model: emits per second over all clients (with stages, where the first starts).
     public var totalRate: Double
+    /// Open model: `message.stages`, the rate over the phase (empty: `totalRate` throughout).
+    public var rateStages: [RateStage] = []
     public var thinkTimeNs: UInt64
     public var spec: SocketIOSpec
     /// The server's host as written in the target (the Host header) and its port.
@@ -65,6 +67,7 @@ public struct SocketIOPlan: Sendable {
                   sourceAddresses: sourceAddresses, runTag: s.name)
         whileDisconnected = s.whileDisconnected
         seed = s.seed
+        rateStages = s.message.stages
     }
 
     /// The transports as the session takes them.
