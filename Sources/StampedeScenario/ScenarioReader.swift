@@ -11,7 +11,7 @@ enum Keys {
         "token", "interval", "pool", "first_byte_timeout", "response_timeout", "max_response_size", "redirects", "staleness",
         "resources", "embedded",
     ]
-    static let message = ["rate", "size", "stages"]
+    static let message = ["rate", "size", "stages", "spike", "step"]
     static let hub = [
         "transports", "protocol", "negotiate_version", "skip_negotiation", "access_token", "token_in_query", "keep_alive",
         "server_timeout", "handshake_timeout", "join", "operation", "method", "arguments", "receive", "client_results",

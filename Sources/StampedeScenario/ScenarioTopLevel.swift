@@ -298,13 +298,23 @@ extension Reader {
             throw error(at: node, field: "message", "expected a mapping with 'rate' and/or 'size', got \(describe(node))")
         }
         let fields = try Fields(mapping, path: "message", known: Keys.message, reader: self)
-        if let stages = fields["stages"] {
-            spec.stages = try rateStages(stages)
-            // With stages, `rate` is where the first stage starts from: a ramp from nothing unless given.
-            spec.ratePerSecond = 0
-        }
         if let rate = fields["rate"] {
             spec.ratePerSecond = try messageRate(rate, field: "message.rate")
+        }
+        let profiles = Keys.rateProfiles.filter { fields[$0] != nil }
+        if profiles.count > 1 {
+            throw error(at: fields[profiles[1]]!, field: "message.\(profiles[1])",
+                        "message.\(profiles[0]) and message.\(profiles[1]) both give the rate over time: keep one")
+        }
+        if let key = profiles.first {
+            // With a profile, `rate` is where it starts from: a ramp from nothing unless given.
+            if fields["rate"] == nil { spec.ratePerSecond = 0 }
+            let node = fields[key]!
+            switch key {
+            case "spike": spec.stages = try rateSpike(node, base: spec.ratePerSecond)
+            case "step": spec.stages = try rateStep(node, base: spec.ratePerSecond)
+            default: spec.stages = try rateStages(node)
+            }
         }
         if let size = fields["size"] {
             spec.size = try byteSize(size, field: "message.size", in: Limits.messageSize)

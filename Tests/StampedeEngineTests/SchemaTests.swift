@@ -42,7 +42,7 @@ struct SchemaTests {
     static let beyondTheSchema: [(category: String, matches: @Sendable (ScenarioError) -> Bool)] = [
         // The stages' total against `duration`, and the load model and workload without an arrival rate.
         ("message.stages against other fields", {
-            $0.field == "message.stages"
+            ["message.stages", "message.spike", "message.step"].contains($0.field)
                 && ($0.message.hasPrefix("the stages take") || $0.message.hasPrefix("the closed model") || $0.message.hasPrefix("REST clients"))
         }),
         // A pattern checks the text of "200h" or "100GiB", not the amount it stands for.

@@ -113,3 +113,45 @@ func badStagesAreRefusedNamingTheField(message: String, field: String, text: Str
     #expect(error.line == 7)
     #expect(error.field == "message.stages")
 }
+
+// MARK: Short forms
+
+@Test func aSpikeExpandsToHoldRampHoldRampStagesAroundTheBaseRate() throws {
+    let s = try ScenarioLoader.parse(yaml: scenario("  rate: 100\n  spike: {rate: 2000, at: 20s, ramp: 2s, hold: 10s}"), file: "stages.yaml")
+    #expect(s.message.ratePerSecond == 100)
+    #expect(s.message.stages == [
+        RateStage(durationSeconds: 20, ratePerSecond: 100), RateStage(durationSeconds: 2, ratePerSecond: 2000),
+        RateStage(durationSeconds: 10, ratePerSecond: 2000), RateStage(durationSeconds: 2, ratePerSecond: 100),
+    ])
+    // At 0 there is no lead-in stage, and the ramp defaults to 1 s.
+    let atOnce = try ScenarioLoader.parse(yaml: scenario("  rate: 10\n  spike: {rate: 50, hold: 5s}"), file: "stages.yaml")
+    #expect(atOnce.message.stages == [RateStage(durationSeconds: 1, ratePerSecond: 50), RateStage(durationSeconds: 5, ratePerSecond: 50),
+                                      RateStage(durationSeconds: 1, ratePerSecond: 10)])
+}
+
+@Test func aStepExpandsToEqualStepsFromTheBaseRateToItsRate() throws {
+    let s = try ScenarioLoader.parse(yaml: scenario("  rate: 100\n  step: {rate: 400, steps: 3, every: 10s, ramp: 500ms}"), file: "stages.yaml")
+    #expect(s.message.stages == [
+        RateStage(durationSeconds: 0.5, ratePerSecond: 200), RateStage(durationSeconds: 10, ratePerSecond: 200),
+        RateStage(durationSeconds: 0.5, ratePerSecond: 300), RateStage(durationSeconds: 10, ratePerSecond: 300),
+        RateStage(durationSeconds: 0.5, ratePerSecond: 400), RateStage(durationSeconds: 10, ratePerSecond: 400),
+    ])
+}
+
+@Test func shortFormMistakesNameTheirField() {
+    let cases: [(String, String)] = [
+        ("  spike: {rate: 10, hold: 5s}\n  step: {rate: 10, steps: 2, every: 5s}", "message.step"),
+        ("  stages: [{duration: 5s, rate: 5}]\n  spike: {rate: 10, hold: 5s}", "message.spike"),
+        ("  spike: {rate: 10}", "message.spike.hold"),
+        ("  spike: {rate: 10, hold: 5s, peak: 3}", "message.spike.peak"),
+        ("  step: {rate: 10, steps: 0, every: 5s}", "message.step.steps"),
+        ("  step: {rate: 10, steps: 2}", "message.step.every"),
+        // 10 steps of 1 s + 10 s: longer than the 60 s phase.
+        ("  step: {rate: 10, steps: 10, every: 10s}", "message.step"),
+    ]
+    for (message, field) in cases {
+        let e = failure(scenario(message))
+        #expect(e?.field == field, "\(message): \(e.map { "\($0)" } ?? "accepted")")
+        #expect(e?.file == "stages.yaml" && (e?.line ?? 0) >= 4)
+    }
+}
