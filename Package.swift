@@ -61,6 +61,6 @@ let package = Package(
         .testTarget(name: "StampedeReportTests", dependencies: ["StampedeReport", "StampedeMetrics", "StampedeScenario"], exclude: ["Fixtures"]),
         .testTarget(name: "StampedeFleetTests", dependencies: ["StampedeFleet", "StampedeMetrics"]),
         .testTarget(name: "StampedeLiveTests", dependencies: ["StampedeLive", "StampedeMetrics", "StampedeLoop"], exclude: ["Fixtures"]),
-        .testTarget(name: "StampedeEngineTests", dependencies: ["StampedeEngine", "StampedeWorkloads", "StampedeServers", "StampedeReport", "StampedeLoop", "StampedeScenario", "StampedeMetrics", "StampedeTestSupport", "Yams"]),
+        .testTarget(name: "StampedeEngineTests", dependencies: ["StampedeEngine", "StampedeWorkloads", "StampedeServers", "StampedeReport", "StampedeLoop", "StampedeScenario", "StampedeMetrics", "StampedeWire", "StampedeTestSupport", "Yams"]),
     ]
 )

@@ -175,19 +175,5 @@ extension Reader {
     }
 
     /// A JSON string literal of `text` (braces kept: they are the template's placeholders).
-    func jsonString(_ text: String) -> String {
-        var out = "\""
-        for u in text.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\t": out += "\\t"
-            case "\r": out += "\\r"
-            default:
-                if u.value < 0x20 { out += "\\u00" + (u.value < 0x10 ? "0" : "") + String(u.value, radix: 16) } else { out.unicodeScalars.append(u) }
-            }
-        }
-        return out + "\""
-    }
+    func jsonString(_ text: String) -> String { JSONText.quoted(text) }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import StampedeScenario
+import StampedeWire
 import Testing
 import Yams
 
@@ -175,19 +176,5 @@ struct SchemaTests {
         }
     }
 
-    static func jsonString(_ text: String) -> String {
-        var out = "\""
-        for u in text.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if u.value < 0x20 { out += String(format: "\\u%04x", u.value) } else { out.unicodeScalars.append(u) }
-            }
-        }
-        return out + "\""
-    }
+    static func jsonString(_ text: String) -> String { JSONText.quoted(text) }
 }
