@@ -17,10 +17,14 @@ struct ProgressLine {
     var p99Micros: UInt64
     var fanoutP99Micros: UInt64
     var errors: UInt64
+    /// The intended rate over the interval, shown beside the achieved one when the rate changes
+    /// over time (`message.stages`); nil otherwise.
+    var targetPerSecond: Double? = nil
 
     var text: String {
-        String(format: "[%6.1fs] %-8@ conn %d/%d  sent %.0f/s  recv %.0f/s  rtt p50 %@ p99 %@  fan-out p99 %@  errors %llu",
-               elapsed, phase as NSString, open, clients, sentPerSecond, receivedPerSecond,
+        let sent = targetPerSecond.map { String(format: "%.0f/s of %.0f/s", sentPerSecond, $0) } ?? String(format: "%.0f/s", sentPerSecond)
+        return String(format: "[%6.1fs] %-8@ conn %d/%d  sent %@  recv %.0f/s  rtt p50 %@ p99 %@  fan-out p99 %@  errors %llu",
+               elapsed, phase as NSString, open, clients, sent as NSString, receivedPerSecond,
                formatMicros(p50Micros) as NSString, formatMicros(p99Micros) as NSString, formatMicros(fanoutP99Micros) as NSString, errors)
     }
 }

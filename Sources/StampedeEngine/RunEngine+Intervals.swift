@@ -122,7 +122,8 @@ extension RunEngine {
         progress.show(ProgressLine(elapsed: elapsed, phase: phase.rawValue, open: open, clients: scenario.clients,
                                    sentPerSecond: Double(sample.messagesSent) / dt, receivedPerSecond: Double(sample.messagesReceived) / dt,
                                    p50Micros: sample.p50Micros, p99Micros: sample.p99Micros, fanoutP99Micros: fan.totalCount > 0 ? fan.latencyValue(atPercentile: 99) : 0,
-                                   errors: totals.errors.reduce(0, +)))
+                                   errors: totals.errors.reduce(0, +),
+                                   targetPerSecond: scenario.message.stages.isEmpty ? nil : sample.targetRate))
         return merged
     }
 
