@@ -225,6 +225,18 @@ struct CapacitySearchTests {
         #expect(try CapacityResult.read(try result.jsonData()) == result)
     }
 
+    @Test func aStepHoldsOneLoadWhateverTheScenariosRateStages() {
+        var scenario = Scenario(name: "cap", target: .embedded, clients: 10, connectRate: 100, durationSeconds: 60,
+                                message: MessageSpec(ratePerSecond: 100, size: 64), loadModel: .open)
+        scenario.message.stages = [RateStage(durationSeconds: 30, ratePerSecond: 2000)]
+        for (vary, load, rate) in [(CapacityPlan.Vary.messageRate, 500.0, 500.0), (.clients, 20, 200)] {
+            let plan = CapacityPlan(scenario: scenario, vary: vary, sloTexts: [], slos: [], from: 1, to: 1000, precision: 0.05,
+                                    stepSeconds: 10, warmupSeconds: 2, limits: limits)
+            let step = plan.stepScenario(load: load)
+            #expect(step.message.stages.isEmpty && step.message.ratePerSecond == rate, "\(vary)")
+        }
+    }
+
     @Test func sloTextsParseOrSayWhatIsWrong() {
         let ok = try? ThresholdSpec.parseSLO("round_trip p(99) < 50ms").get()
         #expect(ok?.metric == "round_trip" && ok?.conditions.first?.limit == 50_000)

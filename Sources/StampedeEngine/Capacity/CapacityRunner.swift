@@ -39,9 +39,11 @@ public struct CapacityPlan: Sendable {
 
     /// The scenario of a step at `load`: the varied field set, the message phase as long as the
     /// warm-up plus the measured window, a short drain (what is still in flight after the window
-    /// is not measured), and no thresholds (the SLOs judge steps).
+    /// is not measured), and no thresholds (the SLOs judge steps). A step holds one load, so the
+    /// scenario's rate stages are set aside (its starting rate is the per-client rate's base).
     public func stepScenario(load: Double) -> Scenario {
         var s = scenario
+        s.message.stages = []
         switch vary {
         case .messageRate:
             s.message.ratePerSecond = load
