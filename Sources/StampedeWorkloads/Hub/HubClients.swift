@@ -33,8 +33,8 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     var clients: [HubClient]
     /// Each client's hub protocol session (the one part that depends on the codec).
     var sessions: [HubProtocolSession<Codec>]
-    var slotClient: [Int32] = []
-    var slotRole: [UInt8] = []
+    /// Which client and role each connection slot belongs to (`owner`).
+    var owners = ConnectionOwners<HubConnections.Role>()
     var scratch: UnsafeMutableRawBufferPointer
     let address: SocketAddress
     let hostHeader: [UInt8]

@@ -24,8 +24,8 @@ public final class SocketIOClients: EventLoopHandler, LoopWorkload, @unchecked S
     public var metrics = MetricsShard()
     var random: FastRandom
     var clients: [SocketIOClient]
-    var slotClient: [Int32] = []
-    var slotRole: [UInt8] = []
+    /// Which client and role each connection slot belongs to (`owner`).
+    var owners = ConnectionOwners<SocketIOConnections.Role>()
     /// Where packets are rendered before they go out, and where binary records are decoded.
     var scratch: UnsafeMutableRawBufferPointer
     var decodeScratch: UnsafeMutableRawBufferPointer
