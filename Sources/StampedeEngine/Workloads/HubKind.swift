@@ -50,13 +50,13 @@ struct HubKind: WorkloadKind {
                            base: base, accessToken: setup.token, extraHeaderLines: setup.headerLines,
                            connectTimeoutNs: nanoseconds(s.connectTimeoutSeconds), maxMessageBytes: s.maxMessageBytes,
                            sourceAddresses: s.sourceAddressValues, runTag: s.name)
-        plan.whileDisconnected = s.whileDisconnected
-        plan.rateStages = s.message.stages
+        plan.load.whileDisconnected = s.whileDisconnected
+        plan.load.rateStages = s.message.stages
         plan.stampClockOffsetNs = setup.stampClockOffsetNs
         plan.tls = setup.tls
         plan.addresses = setup.perClient(addresses)
         let address = addresses[0]
-        plan.seed = s.seed
+        plan.load.seed = s.seed
         switch spec.protocolKind {
         case .json: return HubClients<JSONHubProtocol>(loop: setup.loop, plan: plan, address: address, random: setup.random)
         case .messagePack: return HubClients<MessagePackHubProtocol>(loop: setup.loop, plan: plan, address: address, random: setup.random)

@@ -37,10 +37,7 @@ extension HubClients {
     @inline(__always)
     func dueWhileDisconnected(_ k: Int) {
         clients[k].calls.dueSequence += 1
-        switch plan.whileDisconnected {
-        case .drop: dropDue(k)
-        case .queue: dropDue(k, keeping: plan.maxQueuedWhileDisconnected)
-        }
+        dropDue(k, keeping: plan.load.keptWhileDisconnected)
     }
 
     /// Counts the calls that fell due and will not be sent — all but the newest `keeping` — as
@@ -59,7 +56,7 @@ extension HubClients {
     /// it) and fills any `{stamp}` argument.
     func call(_ k: Int, sequence: UInt32, intendedNs: UInt64) {
         guard let spec = plan.spec.call else { return }
-        let stamp = MessageStamp(sender: UInt32(plan.globalIndices[k]), sequence: sequence, intendedNs: stampNow(intendedNs),
+        let stamp = MessageStamp(sender: UInt32(plan.load.globalIndices[k]), sequence: sequence, intendedNs: stampNow(intendedNs),
                                  actualNs: stampNow(EventLoop.now()))
         var stampBytes: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
         let method = callMethod
@@ -161,7 +158,7 @@ extension HubClients {
     /// Client `k`'s user name (`{user}`), made at its first use: a run whose arguments never
     /// name the user keeps none. Churn gives a client a new one (`+Reconnect`).
     func userName(_ k: Int) -> [UInt8] {
-        if userNames[k].isEmpty { userNames[k] = Array("\(plan.runTag)-user-\(plan.globalIndices[k])".utf8) }
+        if userNames[k].isEmpty { userNames[k] = Array("\(plan.runTag)-user-\(plan.load.globalIndices[k])".utf8) }
         return userNames[k]
     }
 
@@ -170,8 +167,8 @@ extension HubClients {
         for p in parts {
             switch p {
             case .literal(let l): s += l
-            case .client: s += String(plan.globalIndices[k])
-            case .clientModulo(let n): s += String(plan.globalIndices[k] % n)
+            case .client: s += String(plan.load.globalIndices[k])
+            case .clientModulo(let n): s += String(plan.load.globalIndices[k] % n)
             case .user: s += String(decoding: userName(k), as: UTF8.self)
             case .sequence: s += String(sequence)
             }
@@ -193,7 +190,7 @@ extension HubClients {
                 stormRecovered(k)
             }
             if phase == .messages {
-                switch plan.loadModel {
+                switch plan.load.loadModel {
                 case .open:
                     // The send chain went on during the gap: what was queued goes now, each call
                     // with its own intended time. A client without a running chain rejoins the schedule.

@@ -51,7 +51,7 @@ extension HubClients {
         switch connect(k) {
         case .success(let id):
             clients[k].connections.opened(id, as: role)
-            bind(id, k, role)
+            owners.bind(id, client: k, role: role)
         case .failure(let e):
             fail(k, ErrorClass.connectFailure(e.errno))
         }
@@ -62,25 +62,11 @@ extension HubClients {
         return loop.connectClient(to: clients[k].endpoint.address, from: source, timeoutNs: plan.connectTimeoutNs, tls: plan.tls, client: k, random: &random)
     }
 
-    func bind(_ id: ConnectionID, _ k: Int, _ role: HubConnections.Role) {
-        let i = Int(id.index)
-        if i >= slotClient.count {
-            let grow = i + 1 - slotClient.count + 64
-            slotClient.append(contentsOf: repeatElement(-1, count: grow))
-            slotRole.append(contentsOf: repeatElement(0, count: grow))
-        }
-        slotClient[i] = Int32(k)
-        slotRole[i] = role.rawValue
-    }
-
+    /// The client and role of connection `id`, if the client still holds it.
     @inline(__always)
     func owner(_ id: ConnectionID) -> (client: Int, role: HubConnections.Role)? {
-        let i = Int(id.index)
-        guard i < slotClient.count, slotClient[i] >= 0 else { return nil }
-        let k = Int(slotClient[i])
-        if clients[k].connections.main == id && slotRole[i] == HubConnections.Role.main.rawValue { return (k, .main) }
-        if clients[k].connections.side == id && slotRole[i] == HubConnections.Role.side.rawValue { return (k, .side) }
-        return nil
+        guard let (k, role) = owners.binding(id), clients[k].connections.id(role) == id else { return nil }
+        return (k, role)
     }
 
     func closeMain(_ k: Int) {

@@ -125,7 +125,7 @@ extension HubClients {
             setPhase(k, .idle)
             metrics.count(.churnLeft)
             let generation = clients[k].reconnect.leaveForChurn()
-            userNames[k] = Array("\(plan.runTag)-user-\(plan.globalIndices[k])-\(generation)".utf8)
+            userNames[k] = Array("\(plan.runTag)-user-\(plan.load.globalIndices[k])-\(generation)".utf8)
             start(k)
             left += 1
         }

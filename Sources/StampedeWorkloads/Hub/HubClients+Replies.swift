@@ -42,7 +42,7 @@ extension HubClients {
                 metrics.record(.roundTrip, nanoseconds: now &- stamp.intendedNs)
                 metrics.record(.roundTripUncorrected, nanoseconds: now &- stamp.actualNs)
             }
-            if plan.loadModel == .closed && phase == .messages {
+            if plan.load.loadModel == .closed && phase == .messages {
                 if let next = schedule.nextAfterReply(now: EventLoop.now()) { loop.schedule(at: next, token: sendToken(k)) }
             }
         case .streamItem:
@@ -109,7 +109,7 @@ extension HubClients {
         metrics.count(.messagesDelivered)
         metrics.record(.roundTrip, nanoseconds: now &- stamp.intendedNs)
         metrics.record(.roundTripUncorrected, nanoseconds: now &- stamp.actualNs)
-        if plan.loadModel == .closed && phase == .messages {
+        if plan.load.loadModel == .closed && phase == .messages {
             if let next = schedule.nextAfterReply(now: EventLoop.now()) { loop.schedule(at: next, token: sendToken(k)) }
         }
     }
@@ -135,13 +135,13 @@ extension HubClients {
                   let contents = Codec.stringContents(buffer, value: element),
                   let stamp = ChatCodec.parseStamp(UnsafeRawBufferPointer(rebasing: buffer[contents])) else { continue }
             let now = stampNow(EventLoop.now())
-            if Int(stamp.sender) == plan.globalIndices[k] {
+            if Int(stamp.sender) == plan.load.globalIndices[k] {
                 guard plan.spec.operation == .send, clients[k].calls.answered() else { return }
                 totalOutstanding -= 1
                 metrics.count(.messagesDelivered)
                 metrics.record(.roundTrip, nanoseconds: now &- stamp.intendedNs)
                 metrics.record(.roundTripUncorrected, nanoseconds: now &- stamp.actualNs)
-                if plan.loadModel == .closed && phase == .messages {
+                if plan.load.loadModel == .closed && phase == .messages {
                     if let next = schedule.nextAfterReply(now: EventLoop.now()) { loop.schedule(at: next, token: sendToken(k)) }
                 }
             } else {

@@ -254,7 +254,7 @@ extension HubClients {
     }
 
     public func writable(_ id: ConnectionID, loop: EventLoop) {
-        guard let (k, role) = owner(id), role == .main, phase == .messages, plan.loadModel == .open else { return }
+        guard let (k, role) = owner(id), role == .main, phase == .messages, plan.load.loadModel == .open else { return }
         sendDue(k)
     }
 }

@@ -33,8 +33,8 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     var clients: [HubClient]
     /// Each client's hub protocol session (the one part that depends on the codec).
     var sessions: [HubProtocolSession<Codec>]
-    var slotClient: [Int32] = []
-    var slotRole: [UInt8] = []
+    /// Which client and role each connection slot belongs to (`owner`).
+    var owners = ConnectionOwners<HubConnections.Role>()
     var scratch: UnsafeMutableRawBufferPointer
     let address: SocketAddress
     let hostHeader: [UInt8]
@@ -71,14 +71,13 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             return made
         }
         let prototype = HubClient(endpoint: HubEndpoint(place: homes[0]))
-        clients = Array(repeating: prototype, count: plan.globalIndices.count)
-        sessions = Array(repeating: session, count: plan.globalIndices.count)
-        notYetStarted = plan.globalIndices.count
+        clients = Array(repeating: prototype, count: plan.load.globalIndices.count)
+        sessions = Array(repeating: session, count: plan.load.globalIndices.count)
+        notYetStarted = plan.load.globalIndices.count
         reconnectPolicy = ReconnectPolicy(plan.spec.reconnect)
-        userNames = Array(repeating: [], count: plan.globalIndices.count)  // made on use (`userName`)
-        schedule = LoadSchedule(totalClients: plan.totalClients, connectRate: plan.connectRate, loadModel: plan.loadModel,
-                                totalRate: plan.totalRate, stages: plan.rateStages, thinkTimeNs: plan.thinkTimeNs, seed: plan.seed)
-        for (k, g) in plan.globalIndices.enumerated() { clients[k].calls.sendSlot = schedule.sendSlot(globalIndex: g) }
+        userNames = Array(repeating: [], count: plan.load.globalIndices.count)  // made on use (`userName`)
+        schedule = plan.load.schedule
+        for (k, g) in plan.load.globalIndices.enumerated() { clients[k].calls.sendSlot = schedule.sendSlot(globalIndex: g) }
         scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: max(64 * 1024, plan.messageSize * 2 + 4096), alignment: 16)
         loop.handler = self
     }
@@ -98,7 +97,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
 
     public func beginRampUp(startNs: UInt64) {
         phase = .rampUp
-        for (k, g) in plan.globalIndices.enumerated() {
+        for (k, g) in plan.load.globalIndices.enumerated() {
             loop.schedule(at: schedule.connectTime(start: startNs, globalIndex: g), token: token(.connect, k))
         }
         loop.schedule(at: startNs + 1_000_000_000, token: token(.keepAliveSweep, 0))
@@ -107,11 +106,11 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     public func beginMessages(startNs: UInt64, endNs: UInt64) {
         phase = .messages
         guard schedule.beginMessages(startNs: startNs, endNs: endNs), plan.spec.operation != .none, plan.spec.call != nil else { return }
-        for (k, g) in plan.globalIndices.enumerated() where clients[k].phase == .connected {
+        for (k, g) in plan.load.globalIndices.enumerated() where clients[k].phase == .connected {
             let first = schedule.firstSend(globalIndex: g, random: &random)
             if schedule.isInPhase(first) {
                 loop.schedule(at: first, token: sendToken(k))
-                clients[k].calls.sendChain = plan.loadModel == .open
+                clients[k].calls.sendChain = plan.load.loadModel == .open
             }
         }
     }
@@ -157,7 +156,7 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
             // A chain that was replaced (a restarted schedule) stops here.
             guard clients[k].calls.sendEpoch == epoch else { return }
             guard phase == .messages else { clients[k].calls.sendChain = false; return }
-            switch plan.loadModel {
+            switch plan.load.loadModel {
             case .open:
                 if clients[k].phase == .connected {
                     clients[k].calls.dueSequence += 1

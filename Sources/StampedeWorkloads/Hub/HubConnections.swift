@@ -101,6 +101,9 @@ struct HubConnections {
         }
     }
 
+    /// The id of the connection in `role` (`closedID` when it is not open).
+    func id(_ role: Role) -> ConnectionID { role == .main ? main : side }
+
     /// Forgets the main connection; returns its id if it was open, for the caller to close.
     mutating func releaseMain() -> ConnectionID? {
         let open = mainState != .none ? main : nil

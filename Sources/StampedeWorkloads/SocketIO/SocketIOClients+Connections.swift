@@ -39,7 +39,7 @@ extension SocketIOClients {
             case .ws: clients[k].connections.ws = id; clients[k].connections.wsState = .tcp
             }
             if role != .ws { exchangeReset(k, role) }
-            bind(id, k, role)
+            owners.bind(id, client: k, role: role)
         case .failure(let e):
             connectFailed(k, role, e.errno)
         }
@@ -62,23 +62,10 @@ extension SocketIOClients {
     /// Whether the WebSocket is the upgrade's probe (not yet the transport).
     func isProbe(_ k: Int) -> Bool { plan.transportPlan == .pollingThenWebSocket && clients[k].session.messageTransport != .websocket }
 
-    func bind(_ id: ConnectionID, _ k: Int, _ role: SocketIOConnections.Role) {
-        let i = Int(id.index)
-        if i >= slotClient.count {
-            let grow = i + 1 - slotClient.count + 64
-            slotClient.append(contentsOf: repeatElement(-1, count: grow))
-            slotRole.append(contentsOf: repeatElement(0, count: grow))
-        }
-        slotClient[i] = Int32(k)
-        slotRole[i] = role.rawValue
-    }
-
+    /// The client and role of connection `id`, if the client still holds it.
     @inline(__always)
     func owner(_ id: ConnectionID) -> (client: Int, role: SocketIOConnections.Role)? {
-        let i = Int(id.index)
-        guard i < slotClient.count, slotClient[i] >= 0, let role = SocketIOConnections.Role(rawValue: slotRole[i]) else { return nil }
-        let k = Int(slotClient[i])
-        guard clients[k].connections.id(role) == id else { return nil }
+        guard let (k, role) = owners.binding(id), clients[k].connections.id(role) == id else { return nil }
         return (k, role)
     }
 

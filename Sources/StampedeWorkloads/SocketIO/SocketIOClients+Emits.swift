@@ -12,17 +12,14 @@ extension SocketIOClients {
     // MARK: Schedule
 
     func sendTimerFired(_ k: Int, deadline: UInt64, token: TimerToken) {
-        switch plan.loadModel {
+        switch plan.load.loadModel {
         case .open:
             if clients[k].phase == .connected {
                 clients[k].calls.dueSequence += 1
                 sendDue(k)
             } else if isReconnecting(k) {
                 clients[k].calls.dueSequence += 1
-                switch plan.whileDisconnected {
-                case .drop: dropDue(k)
-                case .queue: dropDue(k, keeping: plan.maxQueuedWhileDisconnected)
-                }
+                dropDue(k, keeping: plan.load.keptWhileDisconnected)
             } else {
                 clients[k].calls.sendChain = false
                 return
@@ -77,7 +74,7 @@ extension SocketIOClients {
         guard let e = plan.spec.emit else { return }
         let id = clients[k].pending.next
         let now = EventLoop.now()
-        let stamp = MessageStamp(sender: UInt32(plan.globalIndices[k]), sequence: id, intendedNs: stampNow(intendedNs), actualNs: stampNow(now))
+        let stamp = MessageStamp(sender: UInt32(plan.load.globalIndices[k]), sequence: id, intendedNs: stampNow(intendedNs), actualNs: stampNow(now))
         metrics.count(.messagesSent)
         guard emit(k, e, ackId: e.ack ? UInt64(id) : nil, sequence: sequence, stamp: stamp) else {
             metrics.count(.messagesFailed)
@@ -112,7 +109,7 @@ extension SocketIOClients {
     func render(_ k: Int, _ template: MessageTemplate, at: Int, sequence: UInt32, stamp: MessageStamp, limit: Int? = nil) -> Int? {
         let user = templatesNameUser ? userName(k) : []
         return user.withUnsafeBytes { u in
-            var values = TemplateValues(stamp: stamp, client: plan.globalIndices[k], sequence: sequence, user: u,
+            var values = TemplateValues(stamp: stamp, client: plan.load.globalIndices[k], sequence: sequence, user: u,
                                         named: UnsafeBufferPointer(named), random: random.next())
             let length = template.length(values)
             guard let base = scratch.baseAddress, at + length <= (limit ?? scratch.count) else { return nil }
@@ -156,7 +153,7 @@ extension SocketIOClients {
             return
         }
         let now = stampNow(EventLoop.now())
-        if Int(stamp.sender) == plan.globalIndices[k] {
+        if Int(stamp.sender) == plan.load.globalIndices[k] {
             guard clients[k].pending.entry(stamp.sequence) != nil else { return }
             metrics.record(.roundTrip, nanoseconds: now &- stamp.intendedNs)
             metrics.record(.roundTripUncorrected, nanoseconds: now &- stamp.actualNs)
@@ -172,7 +169,7 @@ extension SocketIOClients {
     func delivered(_ k: Int) {
         totalOutstanding -= 1
         metrics.count(.messagesDelivered)
-        if plan.loadModel == .closed && phase == .messages, let next = schedule.nextAfterReply(now: EventLoop.now()) {
+        if plan.load.loadModel == .closed && phase == .messages, let next = schedule.nextAfterReply(now: EventLoop.now()) {
             loop.schedule(at: next, token: sendToken(k))
         }
     }

@@ -23,7 +23,7 @@ extension SocketIOClients {
             stormRecovered(k)
         }
         guard phase == .messages, plan.spec.emit != nil else { return }
-        switch plan.loadModel {
+        switch plan.load.loadModel {
         case .open:
             if !clients[k].calls.sendChain { rejoinSchedule(k) }
             sendDue(k)
@@ -159,7 +159,7 @@ extension SocketIOClients {
             setPhase(k, .idle)
             metrics.count(.churnLeft)
             let generation = clients[k].reconnect.leaveForChurn()
-            userNames[k] = Array("\(plan.runTag)-user-\(plan.globalIndices[k])-\(generation)".utf8)
+            userNames[k] = Array("\(plan.runTag)-user-\(plan.load.globalIndices[k])-\(generation)".utf8)
             start(k)
             left += 1
         }

@@ -222,7 +222,7 @@ extension SocketIOClients {
     }
 
     public func writable(_ id: ConnectionID, loop: EventLoop) {
-        guard let (k, _) = owner(id), phase == .messages, plan.loadModel == .open else { return }
+        guard let (k, _) = owner(id), phase == .messages, plan.load.loadModel == .open else { return }
         sendDue(k)
     }
 }

@@ -24,8 +24,8 @@ public final class SocketIOClients: EventLoopHandler, LoopWorkload, @unchecked S
     public var metrics = MetricsShard()
     var random: FastRandom
     var clients: [SocketIOClient]
-    var slotClient: [Int32] = []
-    var slotRole: [UInt8] = []
+    /// Which client and role each connection slot belongs to (`owner`).
+    var owners = ConnectionOwners<SocketIOConnections.Role>()
     /// Where packets are rendered before they go out, and where binary records are decoded.
     var scratch: UnsafeMutableRawBufferPointer
     var decodeScratch: UnsafeMutableRawBufferPointer
@@ -60,13 +60,12 @@ public final class SocketIOClients: EventLoopHandler, LoopWorkload, @unchecked S
         sessionConfiguration = .init(namespace: Array(plan.spec.namespace.utf8), transports: plan.transportPlan,
                                      maxAttachmentBytes: plan.maxMessageBytes)
         let prototype = SocketIOClient(session: SocketIOClientSession(sessionConfiguration, now: 0))
-        clients = Array(repeating: prototype, count: plan.globalIndices.count)
-        notYetStarted = plan.globalIndices.count
+        clients = Array(repeating: prototype, count: plan.load.globalIndices.count)
+        notYetStarted = plan.load.globalIndices.count
         reconnectPolicy = ReconnectPolicy(plan.spec.reconnect)
-        userNames = Array(repeating: [], count: plan.globalIndices.count)
-        schedule = LoadSchedule(totalClients: plan.totalClients, connectRate: plan.connectRate, loadModel: plan.loadModel,
-                                totalRate: plan.totalRate, stages: plan.rateStages, thinkTimeNs: plan.thinkTimeNs, seed: plan.seed)
-        for (k, g) in plan.globalIndices.enumerated() { clients[k].calls.sendSlot = schedule.sendSlot(globalIndex: g) }
+        userNames = Array(repeating: [], count: plan.load.globalIndices.count)
+        schedule = plan.load.schedule
+        for (k, g) in plan.load.globalIndices.enumerated() { clients[k].calls.sendSlot = schedule.sendSlot(globalIndex: g) }
         scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: max(64 * 1024, plan.maxMessageBytes + 4096), alignment: 16)
         decodeScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: max(64 * 1024, plan.maxMessageBytes), alignment: 16)
         named = .allocate(capacity: plan.secretValues.count)
@@ -102,7 +101,7 @@ public final class SocketIOClients: EventLoopHandler, LoopWorkload, @unchecked S
 
     public func beginRampUp(startNs: UInt64) {
         phase = .rampUp
-        for (k, g) in plan.globalIndices.enumerated() {
+        for (k, g) in plan.load.globalIndices.enumerated() {
             loop.schedule(at: schedule.connectTime(start: startNs, globalIndex: g), token: token(.connect, k))
         }
         loop.schedule(at: startNs + sweepIntervalNs, token: token(.sweep, 0))
@@ -111,11 +110,11 @@ public final class SocketIOClients: EventLoopHandler, LoopWorkload, @unchecked S
     public func beginMessages(startNs: UInt64, endNs: UInt64) {
         phase = .messages
         guard schedule.beginMessages(startNs: startNs, endNs: endNs), plan.spec.emit != nil else { return }
-        for (k, g) in plan.globalIndices.enumerated() where clients[k].phase == .connected {
+        for (k, g) in plan.load.globalIndices.enumerated() where clients[k].phase == .connected {
             let first = schedule.firstSend(globalIndex: g, random: &random)
             if schedule.isInPhase(first) {
                 loop.schedule(at: first, token: sendToken(k))
-                clients[k].calls.sendChain = plan.loadModel == .open
+                clients[k].calls.sendChain = plan.load.loadModel == .open
             }
         }
     }
@@ -203,7 +202,7 @@ public final class SocketIOClients: EventLoopHandler, LoopWorkload, @unchecked S
                 if n > 0 {
                     metrics.lose(.noReply, UInt64(n))
                     totalOutstanding -= UInt64(n)
-                    if plan.loadModel == .closed && phase == .messages, let next = schedule.nextAfterReply(now: now) {
+                    if plan.load.loadModel == .closed && phase == .messages, let next = schedule.nextAfterReply(now: now) {
                         loop.schedule(at: next, token: sendToken(k))
                     }
                 }
@@ -233,7 +232,7 @@ public final class SocketIOClients: EventLoopHandler, LoopWorkload, @unchecked S
 
     /// Client `k`'s user name (`{user}`), made at its first use.
     func userName(_ k: Int) -> [UInt8] {
-        if userNames[k].isEmpty { userNames[k] = Array("\(plan.runTag)-user-\(plan.globalIndices[k])".utf8) }
+        if userNames[k].isEmpty { userNames[k] = Array("\(plan.runTag)-user-\(plan.load.globalIndices[k])".utf8) }
         return userNames[k]
     }
 

@@ -7,16 +7,9 @@ import StampedeWire
 public struct SocketIOPlan: Sendable {
     /// This process's clock − the run's (a worker on another host): stamps are in the run's clock.
     public var stampClockOffsetNs: Int64 = 0
-    public var totalClients: Int
-    /// Global indices of the clients on this loop.
-    public var globalIndices: [Int]
-    public var connectRate: Double
-    public var loadModel: LoadModel
-    /// Open model: emits per second over all clients (with stages, where the first starts).
-    public var totalRate: Double
-    /// Open model: `message.stages`, the rate over the phase (empty: `totalRate` throughout).
-    public var rateStages: [RateStage] = []
-    public var thinkTimeNs: UInt64
+    /// How many clients, how fast they connect and emit, and what becomes of emits due while a
+    /// client reconnects.
+    public var load: LoadPlan
     public var spec: SocketIOSpec
     /// The server's host as written in the target (the Host header) and its port.
     public var host: String
@@ -38,18 +31,13 @@ public struct SocketIOPlan: Sendable {
     /// Every address of the target (client `k` connects to `addresses[k % count]`); empty means the clients' one address.
     public var addresses: [SocketAddress] = []
     public var runTag: String
-    /// Open model: what happens to emits that fall due while a client reconnects.
-    public var whileDisconnected: DisconnectedSends = .drop
-    /// Seeds the open model's permutation of send slots (the scenario's seed).
-    public var seed: UInt64 = 0
-    /// `queue`: the most emits one client keeps while it reconnects (the oldest dropped beyond).
-    public var maxQueuedWhileDisconnected: UInt32 = 10_000
 
     public init(totalClients: Int, globalIndices: [Int], connectRate: Double, loadModel: LoadModel, totalRate: Double,
                 thinkTimeNs: UInt64, spec: SocketIOSpec, host: String, port: Int, secretValues: [[UInt8]],
                 extraHeaderLines: [UInt8], connectTimeoutNs: UInt64, maxMessageBytes: Int, sourceAddresses: [SocketAddress], runTag: String) {
-        self.totalClients = totalClients; self.globalIndices = globalIndices; self.connectRate = connectRate
-        self.loadModel = loadModel; self.totalRate = totalRate; self.thinkTimeNs = thinkTimeNs; self.spec = spec
+        load = LoadPlan(totalClients: totalClients, globalIndices: globalIndices, connectRate: connectRate, loadModel: loadModel,
+                        totalRate: totalRate, thinkTimeNs: thinkTimeNs)
+        self.spec = spec
         self.host = host; self.port = port; self.secretValues = secretValues; self.extraHeaderLines = extraHeaderLines
         self.connectTimeoutNs = connectTimeoutNs; self.maxMessageBytes = maxMessageBytes; self.sourceAddresses = sourceAddresses
         self.runTag = runTag
@@ -65,9 +53,9 @@ public struct SocketIOPlan: Sendable {
                   secretValues: spec.namedSlots.map { Array((secrets[$0] ?? "").utf8) }, extraHeaderLines: extraHeaderLines,
                   connectTimeoutNs: nanoseconds(s.connectTimeoutSeconds), maxMessageBytes: s.maxMessageBytes,
                   sourceAddresses: sourceAddresses, runTag: s.name)
-        whileDisconnected = s.whileDisconnected
-        seed = s.seed
-        rateStages = s.message.stages
+        load.whileDisconnected = s.whileDisconnected
+        load.seed = s.seed
+        load.rateStages = s.message.stages
     }
 
     /// The transports as the session takes them.
