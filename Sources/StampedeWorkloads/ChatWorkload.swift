@@ -15,24 +15,13 @@ import StampedeWire
 public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     /// The part of a scenario one loop needs.
     public struct Plan: Sendable {
-        public var totalClients: Int
-        /// Global indices of the clients on this loop.
-        public var globalIndices: [Int]
-        public var connectRate: Double
-        public var loadModel: LoadModel
-        /// Open model: total messages per second over all clients (with stages, where the first starts).
-        public var totalRate: Double
-        /// Open model: `message.stages`, the rate over the phase (empty: `totalRate` throughout).
-        public var rateStages: [RateStage] = []
-        public var thinkTimeNs: UInt64
+        /// The clients, their pacing, and sends due while reconnecting (shared with the other workloads).
+        public var load: LoadPlan
         public var messageSize: Int
         public var runTag: String
         /// What a client does when its connection drops.
         public var reconnect: ReconnectSpec = .none
         public var heartbeat: Heartbeat? = nil
-        public var whileDisconnected: DisconnectedSends = .drop
-        /// Seeds the open model's permutation of send slots (the scenario's seed).
-        public var seed: UInt64 = 0
         /// This process's clock − the run's clock (a worker on another host than its
         /// coordinator): stamps are written and read in the run's clock, so a broadcast sent on
         /// one host and received on another is timed right. 0 on one host.
@@ -41,11 +30,8 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         public var flow: WebSocketFlowSpec? = nil
         public var secretValues: [String: String] = [:]
 
-        public init(totalClients: Int, globalIndices: [Int], connectRate: Double, loadModel: LoadModel, totalRate: Double,
-                    thinkTimeNs: UInt64, messageSize: Int, runTag: String) {
-            self.totalClients = totalClients; self.globalIndices = globalIndices; self.connectRate = connectRate
-            self.loadModel = loadModel; self.totalRate = totalRate; self.thinkTimeNs = thinkTimeNs
-            self.messageSize = messageSize; self.runTag = runTag
+        public init(load: LoadPlan, messageSize: Int, runTag: String) {
+            self.load = load; self.messageSize = messageSize; self.runTag = runTag
         }
     }
 
@@ -101,7 +87,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     public init(ws: WebSocketClients, plan: Plan) {
         self.ws = ws
         self.plan = plan
-        let n = plan.globalIndices.count
+        let n = plan.load.globalIndices.count
         nextSequence = Array(repeating: 0, count: n)
         flow = FlowProgram(spec: plan.flow ?? .chat(messageSize: plan.messageSize), secretValues: plan.secretValues)
         dueSequence = Array(repeating: 0, count: n)
@@ -118,16 +104,15 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         churnLeaving = Array(repeating: false, count: n)
         churnJoining = Array(repeating: false, count: n)
         churnGeneration = Array(repeating: 0, count: n)
-        schedule = LoadSchedule(totalClients: plan.totalClients, connectRate: plan.connectRate, loadModel: plan.loadModel,
-                                totalRate: plan.totalRate, stages: plan.rateStages, thinkTimeNs: plan.thinkTimeNs, seed: plan.seed)
-        sendSlots = plan.globalIndices.map { [schedule] in schedule.sendSlot(globalIndex: $0) }
+        schedule = plan.load.schedule
+        sendSlots = plan.load.globalIndices.map { [schedule] in schedule.sendSlot(globalIndex: $0) }
         ws.application = self
         ws.connectsWhenReady = true
         ws.metrics.named = flow.namedMetrics()
         flowConnections = Array(repeating: FlowConnection(), count: n)
         pending = Array(repeating: PendingSends(), count: n)
-        users = plan.globalIndices.map { Self.user(runTag: plan.runTag, globalIndex: $0, generation: 0) }
-        fanoutPeers = flow.fanoutPeers(of: plan.globalIndices, totalClients: plan.totalClients, runTag: plan.runTag)
+        users = plan.load.globalIndices.map { Self.user(runTag: plan.runTag, globalIndex: $0, generation: 0) }
+        fanoutPeers = flow.fanoutPeers(of: plan.load.globalIndices, totalClients: plan.load.totalClients, runTag: plan.runTag)
     }
 
     // MARK: Phases (called by the engine on the loop thread)
@@ -135,7 +120,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     /// Schedules every client's connect: global client g at `start + g / connectRate`.
     public func beginRampUp(startNs: UInt64) {
         phase = .rampUp
-        for (k, g) in plan.globalIndices.enumerated() {
+        for (k, g) in plan.load.globalIndices.enumerated() {
             ws.schedule(at: schedule.connectTime(start: startNs, globalIndex: g), token: token(.connect, k))
         }
         if plan.heartbeat != nil { ws.schedule(at: startNs + 250_000_000, token: token(.heartbeatSweep, 0)) }
@@ -149,12 +134,12 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         phase = .messages
         guard schedule.beginMessages(startNs: startNs, endNs: endNs) else { return }
         messageStartNs = startNs
-        for k in plan.globalIndices.indices where ws.isReady(k) { startSending(k) }
+        for k in plan.load.globalIndices.indices where ws.isReady(k) { startSending(k) }
     }
 
     /// Client `k`'s first message of the phase (open model: its slot in the even stream).
     func startSending(_ k: Int) {
-        let first = schedule.firstSend(globalIndex: plan.globalIndices[k], random: &ws.random)
+        let first = schedule.firstSend(globalIndex: plan.load.globalIndices[k], random: &ws.random)
         if schedule.isInPhase(first) { ws.schedule(at: first, token: token(.send, k)) }
     }
 
@@ -167,7 +152,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     /// Counts the messages that fell due and were never sent as sent and lost.
     func dropDue(_ k: Int) {
         // Open model only: the closed model has nothing due (it sends after each reply).
-        guard plan.loadModel == .open, dueSequence[k] > nextSequence[k] else { return }
+        guard plan.load.loadModel == .open, dueSequence[k] > nextSequence[k] else { return }
         let n = dueSequence[k] - nextSequence[k]
         ws.metrics.count(.messagesSent, UInt64(n))
         ws.metrics.lose(.droppedWhileDisconnected, UInt64(n))
@@ -176,20 +161,20 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
 
     public func closeAll(lostReason: LossReason) {
         phase = .closing
-        for k in plan.globalIndices.indices { dropDue(k) }
+        for k in plan.load.globalIndices.indices { dropDue(k) }
         for k in pending.indices { _ = pending[k].dropAll() }
         for k in outstanding.indices where outstanding[k] > 0 {
             ws.metrics.lose(lostReason, UInt64(outstanding[k]))
             totalOutstanding -= UInt64(outstanding[k])
             outstanding[k] = 0
         }
-        for k in plan.globalIndices.indices { ws.close(k) }
+        for k in plan.load.globalIndices.indices { ws.close(k) }
     }
 
     /// Clients not yet ended (connecting, open or closing).
     public var liveClients: Int {
         var n = 0
-        for k in plan.globalIndices.indices {
+        for k in plan.load.globalIndices.indices {
             let s = ws.state(of: k)
             if s != .ended && s != .idle { n += 1 }
         }
@@ -255,14 +240,14 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
             if !ws.isReady(k) {
                 // Open model: messages keep falling due while the client reconnects: dropped
                 // and counted, or queued for after the reconnect.
-                guard reconnecting[k], plan.loadModel == .open else { return }
+                guard reconnecting[k], plan.load.loadModel == .open else { return }
                 dueSequence[k] += 1
-                if plan.whileDisconnected == .drop { dropDue(k) }
+                if plan.load.whileDisconnected == .drop { dropDue(k) }
                 let next = schedule.intended(slot: sendSlots[k], sequence: dueSequence[k])
                 if schedule.isInPhase(next) { ws.schedule(at: next, token: token) }
                 return
             }
-            switch plan.loadModel {
+            switch plan.load.loadModel {
             case .open:
                 dueSequence[k] += 1
                 if ws.isBackedUp(k) { ws.metrics.count(.sendsDeferred) }
@@ -287,7 +272,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         let pingInterval = h.pingIntervalSeconds.map { nanoseconds($0) }
         let timeout = h.timeoutSeconds.map { nanoseconds($0) }
         // A stalled client is frozen: it neither sends heartbeats nor judges the server.
-        for k in plan.globalIndices.indices where ws.isReady(k) && !ws.isReadingPaused(k) {
+        for k in plan.load.globalIndices.indices where ws.isReady(k) && !ws.isReadingPaused(k) {
             if let timeout, now &- ws.lastReceivedNs(of: k) >= timeout, now > ws.lastReceivedNs(of: k) {
                 ws.abort(k, reset: false, reason: .serverTimeout)
                 continue
@@ -335,7 +320,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         } else if everOpened[k] {
             ws.metrics.count(.reconnected)
             stormBook.recovered(&stormTrack[k], nowNs: EventLoop.now())
-            if reconnecting[k] && plan.loadModel == .open {
+            if reconnecting[k] && plan.load.loadModel == .open {
                 // The send chain went on during the gap; queued messages go now, each with its intended time.
                 reconnecting[k] = false
                 if phase == .messages { sendDue(k) }
@@ -356,7 +341,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         guard phase == .messages else { return }
         sendEpoch[k] &+= 1
         let now = EventLoop.now()
-        switch plan.loadModel {
+        switch plan.load.loadModel {
         case .open:
             guard schedule.paces else { return }
             nextSequence[k] = max(nextSequence[k], schedule.sequencesDue(slot: sendSlots[k], now: now))
@@ -410,7 +395,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     /// stop reading it for `stallNs`).
     public func storm(index: Int, atNs: UInt64, fraction: Double, mode: StormMode, stallNs: UInt64) {
         if index >= 0 { watch(index: index, atNs: atNs) }
-        for k in plan.globalIndices.indices where ws.isReady(k) && !churnLeaving[k] {
+        for k in plan.load.globalIndices.indices where ws.isReady(k) && !churnLeaving[k] {
             guard ws.random.unit() < fraction else { continue }
             if index >= 0 {
                 stormBook.hit(&stormTrack[k], storm: index)
@@ -430,7 +415,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     /// back at once as new users (a new name and id, a fresh connect). Returns how many left.
     @discardableResult
     public func churn(count: Int) -> Int {
-        let n = plan.globalIndices.count
+        let n = plan.load.globalIndices.count
         guard n > 0, phase == .messages else { return 0 }
         var left = 0
         var k = Int(ws.random.next() % UInt64(n))
@@ -455,14 +440,14 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     /// A churned client's slot comes back as someone new.
     func joinAsNewUser(_ k: Int) {
         churnGeneration[k] &+= 1
-        users[k] = Self.user(runTag: plan.runTag, globalIndex: plan.globalIndices[k], generation: churnGeneration[k])
+        users[k] = Self.user(runTag: plan.runTag, globalIndex: plan.load.globalIndices[k], generation: churnGeneration[k])
         churnJoining[k] = true
         reconnectTimeline[k].connected()
         ws.connect(k)
     }
 
     public func webSocketWritable(client k: Int) {
-        if phase == .messages && plan.loadModel == .open { sendDue(k) }
+        if phase == .messages && plan.load.loadModel == .open { sendDue(k) }
     }
 }
 

@@ -45,14 +45,14 @@ struct ChatKind: WorkloadKind {
         ws.tls = setup.tls
         let s = setup.scenario
         let clients = WebSocketClients(loop: setup.loop, endpoint: ws, clientCount: setup.clients.count, random: setup.random)
-        var plan = ChatWorkload.Plan(totalClients: s.clients, globalIndices: setup.clients, connectRate: s.connectRate,
-                                     loadModel: s.loadModel, totalRate: s.message.ratePerSecond,
-                                     thinkTimeNs: nanoseconds(s.thinkTimeSeconds), messageSize: s.message.size, runTag: s.name)
+        var load = LoadPlan(totalClients: s.clients, globalIndices: setup.clients, connectRate: s.connectRate,
+                            loadModel: s.loadModel, totalRate: s.message.ratePerSecond, thinkTimeNs: nanoseconds(s.thinkTimeSeconds))
+        load.whileDisconnected = s.whileDisconnected
+        load.seed = s.seed
+        load.rateStages = s.message.stages
+        var plan = ChatWorkload.Plan(load: load, messageSize: s.message.size, runTag: s.name)
         plan.reconnect = s.reconnect
         plan.heartbeat = s.heartbeat
-        plan.whileDisconnected = s.whileDisconnected
-        plan.seed = s.seed
-        plan.rateStages = s.message.stages
         plan.stampClockOffsetNs = setup.stampClockOffsetNs
         plan.flow = flow
         plan.secretValues = secretValues

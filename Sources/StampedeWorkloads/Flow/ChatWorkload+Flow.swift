@@ -70,7 +70,7 @@ extension ChatWorkload {
     @discardableResult
     func sendTemplate(_ k: Int, _ template: MessageTemplate, sequence: UInt32, intendedNs: UInt64) -> UInt64 {
         let now = EventLoop.now()
-        let stamp = MessageStamp(sender: UInt32(plan.globalIndices[k]), sequence: sequence, intendedNs: runClock(intendedNs),
+        let stamp = MessageStamp(sender: UInt32(plan.load.globalIndices[k]), sequence: sequence, intendedNs: runClock(intendedNs),
                                  actualNs: runClock(now))
         renderAndSend(k, template, stamp: stamp)
         return now
@@ -83,7 +83,7 @@ extension ChatWorkload {
         let opcode: WebSocketOpcode = template.encoding == .binary ? .binary : .text
         let random = ws.random.next()
         users[k].withUnsafeBytes { user in
-            var values = TemplateValues(stamp: stamp, client: plan.globalIndices[k], sequence: stamp.sequence, user: user,
+            var values = TemplateValues(stamp: stamp, client: plan.load.globalIndices[k], sequence: stamp.sequence, user: user,
                                         named: UnsafeBufferPointer(table.named), random: random)
             let length = template.length(values)
             ws.send(k, opcode: opcode, length: length) { out in _ = template.render(into: out, &values) }
@@ -149,7 +149,7 @@ extension ChatWorkload {
                 return
             }
             let now = runClock(nowLocal)
-            if Int(stamp.sender) == plan.globalIndices[k] {
+            if Int(stamp.sender) == plan.load.globalIndices[k] {
                 if let slot = flow.replyLatencySlot[i] {
                     ws.metrics.named.record(slot, nanoseconds: now &- stamp.intendedNs)
                     ws.metrics.named.record(slot + 1, nanoseconds: now &- stamp.actualNs)
@@ -172,7 +172,7 @@ extension ChatWorkload {
         outstanding[k] -= 1
         totalOutstanding -= 1
         ws.metrics.count(.messagesDelivered)
-        if plan.loadModel == .closed && phase == .messages {
+        if plan.load.loadModel == .closed && phase == .messages {
             if let next = schedule.nextAfterReply(now: EventLoop.now()) { ws.schedule(at: next, token: token(.send, k)) }
         }
     }
@@ -189,7 +189,7 @@ extension ChatWorkload {
             ws.metrics.lose(.noReply, UInt64(n))
             outstanding[k] -= UInt32(n)
             totalOutstanding -= UInt64(n)
-            if plan.loadModel == .closed && phase == .messages {
+            if plan.load.loadModel == .closed && phase == .messages {
                 if let next = schedule.nextAfterReply(now: now) { ws.schedule(at: next, token: token(.send, k)) }
             }
         }
