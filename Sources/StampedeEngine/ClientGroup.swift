@@ -61,7 +61,12 @@ final class LocalClientGroup: ClientGroup {
     func storm(index: Int, atNs: UInt64, fraction: Double, mode: StormMode, stallNs: UInt64) {
         each { $0.storm(index: index, atNs: atNs, fraction: fraction, mode: mode, stallNs: stallNs) }
     }
-    func watch(index: Int, atNs: UInt64) { each { $0.watch(index: index, atNs: atNs) } }
+    /// Waits until every loop watches: the engine applies the server fault right after, and a
+    /// loop that read the fault's closes before its watch task ran would not count those
+    /// clients as affected.
+    func watch(index: Int, atNs: UInt64) {
+        for (i, w) in workloads.enumerated() { loops[i].submitAndWait { _ in w.watch(index: index, atNs: atNs) } }
+    }
     func beginDrain() { each { $0.beginDrain() } }
     func closeAll(lostReason: LossReason) { each { $0.closeAll(lostReason: lostReason) } }
 
