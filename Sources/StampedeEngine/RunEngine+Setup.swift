@@ -16,6 +16,12 @@ extension RunEngine {
 
     func startTarget() throws(RunSetupError) -> ClientEndpoint {
         guard scenario.target == .embedded else { return try kind.targetEndpoint(scenario) }
+        if let shared = options.population?.sharedTarget {
+            embeddedServer = shared.server
+            childAdmin = shared.childAdmin
+            embeddedCertificatePEM = shared.certificatePEM
+            return kind.embeddedEndpoint(scenario, address: shared.address, port: shared.port)
+        }
         if targetInChildProcess {
             let (address, port) = try startChildTarget()
             return kind.embeddedEndpoint(scenario, address: address, port: port)

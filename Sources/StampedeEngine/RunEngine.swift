@@ -48,6 +48,11 @@ public struct RunOptions: Sendable {
     /// without it the run cannot use workers.
     public var scenarioSource: ScenarioSource? = nil
 
+    /// One population of a run with several (`PopulationRun`): the embedded target it shares
+    /// with the others (started once, not by this engine), and the clock that gives every
+    /// population the same message phase. Nil for a run of one population.
+    public var population: PopulationRole? = nil
+
     public enum ProgressStyle: Sendable { case terminal, lines, silent }
 
     public init(loops: Int = max(1, ProcessInfo.processInfo.activeProcessorCount), resultsRoot: URL = URL(fileURLWithPath: "results"),
@@ -138,7 +143,8 @@ public final class RunEngine {
     public func run() throws(RunSetupError) -> RunOutcome {
         let startedAt = Date()
         let cpuAtStart = cs_process_cpu_ns()  // the workers' CPU counts from their start
-        let limit = cs_raise_open_files_limit()
+        // One population of several: the run (PopulationRun) has checked the descriptors of them all.
+        let limit = options.population == nil ? cs_raise_open_files_limit() : 0
         let plan = RunPlan(scenario: scenario, loops: options.loops, openFilesLimit: Int(limit), canSpawnTarget: options.stampedeExecutable != nil,
                            fleet: options.fleet, canSpawnWorkers: options.stampedeExecutable != nil && options.scenarioSource != nil)
         if let problem = plan.problem { throw RunSetupError(problem) }
@@ -158,7 +164,14 @@ public final class RunEngine {
         var partialReason: String? = nil
         var fatal: String? = nil
 
-        // Phase 1: ramp-up.
+        // Phase 1: ramp-up (after the population's start, when it joins a run under way).
+        let clock = options.population?.clock
+        // Every path out of the run tells the other populations this one no longer sends.
+        var toldClock = (connected: false, drained: false)
+        defer {
+            if !toldClock.connected, options.population?.startsLater == false { clock?.giveUp() }
+            if !toldClock.drained { clock?.drained() }
+        }
         let rampStart = EventLoop.now() + 20_000_000
         for g in groups { g.beginRampUp(startNs: rampStart) }
         // Every client's attempt ends by itself (connect, upgrade and handshake timeouts); the budget is only a backstop.
@@ -183,8 +196,13 @@ public final class RunEngine {
         } else if partialReason == nil {
             // Phase 2: messages.
             phase = .messages
-            let t0 = EventLoop.now() + 50_000_000
-            let t1 = t0 + plan.durationNs
+            var t0 = EventLoop.now() + 50_000_000
+            var t1 = t0 + plan.durationNs
+            if let role = options.population {
+                toldClock.connected = true
+                let shared = role.startsLater ? role.clock.join() : role.clock.arrive(interrupt: options.interrupt)
+                if let shared { (t0, t1) = shared } else { t1 = t0 }
+            }
             for g in groups { g.beginMessages(startNs: t0, endNs: t1) }
             var drops = options.connectionDrops.sorted { $0.atSeconds < $1.atSeconds }
             var events = Array(scenario.events.enumerated())
@@ -210,12 +228,22 @@ public final class RunEngine {
             for g in groups { g.beginDrain() }
             let drainStart = EventLoop.now()
             let drainEnd = drainStart + plan.drainNs
+            var fanoutAtLastTick: UInt64 = .max
             while partialReason == nil {
                 let s = tick()
                 // Without the every-client rule, what the clients counted as due (a flow's declared groups; else 0).
                 let expected = expectsFanout ? (totals[.messagesSent] + s.sentSinceInterval) * UInt64(max(0, openAtStart - 1)) : totals[.fanoutExpected]
                 let fanoutDone = totals[.fanoutReceived] + s.fanoutSinceInterval >= expected
-                if s.outstanding == 0 && fanoutDone { break }
+                let received = totals[.fanoutReceived] + s.fanoutSinceInterval
+                if s.outstanding == 0 && fanoutDone {
+                    // With populations: stay until every population is done sending and no
+                    // broadcast has arrived for a tick, so that this one's clients receive the
+                    // others' last messages.
+                    guard let clock else { break }
+                    if !toldClock.drained { clock.drained(); toldClock.drained = true }
+                    if clock.everyoneDrained && received == fanoutAtLastTick { break }
+                }
+                fanoutAtLastTick = received
                 if options.interrupt.isRaised { partialReason = "interrupted while draining"; break }
                 if let reason = thresholdBook.abortReason ?? fleetFailure { partialReason = reason; break }
                 if EventLoop.now() >= drainEnd { break }
@@ -273,6 +301,8 @@ public final class RunEngine {
         var outcome = RunOutcome(record: record, summary: ResultsWriter.summary(of: record), resultsFolder: nil, writeError: nil,
                                  exitCode: Self.exitCode(failed: fatal != nil || fleetFailure != nil, interrupted: partialReason != nil && !stoppedByThreshold,
                                                          thresholds: record.thresholds, saturated: saturated))
+        // One population of several: the run (PopulationRun) writes it, once it knows the fan-out it was due.
+        guard options.population == nil else { return outcome }
         do {
             outcome.resultsFolder = try ResultsWriter.write(record, resultsRoot: options.resultsRoot, folderName: options.resultsFolderName)
         } catch {

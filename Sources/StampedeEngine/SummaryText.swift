@@ -22,6 +22,17 @@ public enum SummaryText {
                        + [String(l.count), formatMicros(l.p50), formatMicros(l.p90), formatMicros(l.p99), formatMicros(l.p99_9), formatMicros(l.max)]
                 .map { $0.leftPadded(8) }.joined(separator: " "))
         }
+        if let populations = s.populations {
+            out.append("  populations  (each in its own folder: populations/NAME)")
+            for p in populations {
+                var line = "    " + p.name.padding(toLength: 14, withPad: " ", startingAt: 0) + " \(p.workload) × \(p.clients)"
+                if p.startSeconds > 0 { line += " from +\(ThresholdMeasure.trimmed(p.startSeconds))s" }
+                line += "  sent \(p.messagesSent)  delivered \(p.messagesDelivered)  lost \(p.messagesLost)"
+                if p.fanoutExpected + p.fanoutReceived > 0 { line += "  fan-out \(p.fanoutReceived)/\(p.fanoutExpected)" }
+                line += "  errors \(p.errorsTotal)\(p.partial ? "  (partial)" : "")"
+                out.append(line)
+            }
+        }
         let errors = s.errors.filter { $0.value > 0 }.sorted { $0.key < $1.key }
         out.append("  errors       \(s.errorsTotal == 0 ? "none" : errors.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
         if let codes = s.closeCodes, !codes.isEmpty {

@@ -26,7 +26,7 @@ extension RunEngine {
             guard let admin = scenario.targetAdmin else { return "no admin endpoint (target_admin) to send the fault to" }
             return AdminClient.post(admin, path: AdminClient.path(for: fault))
         }
-        guard let loop = serverLoop, let server = embeddedServer else { return "the embedded target is not running" }
+        guard let loop = serverLoop ?? options.population?.sharedTarget?.serverLoop, let server = embeddedServer else { return "the embedded target is not running" }
         let f = TargetFault(fault)
         loop.execute { _ in server.apply(f) }
         return nil

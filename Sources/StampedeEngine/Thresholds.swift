@@ -203,6 +203,7 @@ public struct ThresholdEvaluator {
                 var result = RunSummary.Threshold(
                     metric: spec.metric, label: spec.label, condition: condition.text, observed: nil, unit: unit,
                     limit: condition.limit, observedText: "", passed: false, abortedRun: state.abortedRun)
+                result.population = spec.population
                 if spec.isWindowed {
                     observed = state.firstFailure?.observed ?? state.worst
                     // No window with anything to judge is not a pass.
@@ -241,7 +242,7 @@ extension SummaryText {
         guard let thresholds = s.thresholds, !thresholds.isEmpty else { return [] }
         var out = ["  thresholds"]
         for t in thresholds {
-            let name = t.label.map { "\(t.metric)@\($0)" } ?? t.metric
+            let name = t.key
             let stat = conditionStatistic(t.condition)
             var line = "    \(t.passed ? "✓" : "✗") \(name) \(stat) \(t.observedText)"
             if let observed = t.observed, observed.isFinite {

@@ -40,9 +40,11 @@ public enum ResultsMerge {
     }
 
     /// Writes a merged folder (created; it must not exist or be empty).
+    /// - Parameter besides: Entries `output` may already hold (a run of populations keeps
+    ///   theirs in `populations/`).
     @discardableResult
-    public static func write(_ merged: Merged, to output: URL) throws(ResultsMergeError) -> RunSummary {
-        try write(merged.summary, logs: merged.logs, to: output)
+    public static func write(_ merged: Merged, to output: URL, besides: Set<String> = []) throws(ResultsMergeError) -> RunSummary {
+        try write(merged.summary, logs: merged.logs, to: output, besides: besides)
     }
 
     /// One folder's summary.json and `.hlog` files; every problem names the folder or file.
@@ -231,9 +233,10 @@ public enum ResultsMerge {
 
     /// Writes the merged folder: `.hgrm` and `.hlog` per metric, summary.json last.
     /// Writes the folder (report.html included) and returns the summary as written.
-    static func write(_ summary: RunSummary, logs: [String: (startTime: Date, intervals: [HistogramLogInterval])], to output: URL) throws(ResultsMergeError) -> RunSummary {
+    static func write(_ summary: RunSummary, logs: [String: (startTime: Date, intervals: [HistogramLogInterval])], to output: URL,
+                      besides: Set<String> = []) throws(ResultsMergeError) -> RunSummary {
         let fm = FileManager.default
-        if let existing = try? fm.contentsOfDirectory(atPath: output.path), !existing.isEmpty {
+        if let existing = try? fm.contentsOfDirectory(atPath: output.path), !existing.allSatisfy(besides.contains) {
             throw .badInput("\(output.path): exists and is not empty")
         }
         do {

@@ -6,6 +6,9 @@ extension RunSummary {
         public var metric: String
         /// The part after `@` in the scenario's key, or null.
         public var label: String?
+        /// The population of `metric{population:NAME}`: judged on that population alone. Absent
+        /// (not null) for a threshold on the whole run, so files without populations keep their shape.
+        public var population: String? = nil
         /// As written: "p(99) < 50ms".
         public var condition: String
         /// The measured value in `unit` ("us" for latencies and storm recovery, "ratio" for
@@ -24,6 +27,9 @@ extension RunSummary {
         /// This condition failed live and stopped the run (`abort_on_fail`).
         public var abortedRun: Bool
 
+        /// The scenario's key: "round_trip", "round_trip@steady", "round_trip{population:publishers}".
+        public var key: String { metric + (population.map { "{population:\($0)}" } ?? "") + (label.map { "@" + $0 } ?? "") }
+
         public struct Window: Codable, Sendable, Equatable {
             public var startSeconds: Double
             public var endSeconds: Double
@@ -35,7 +41,7 @@ extension RunSummary {
         }
 
         enum CodingKeys: String, CodingKey {
-            case metric, label, condition, observed, unit, limit, passed
+            case metric, label, population, condition, observed, unit, limit, passed
             case observedText = "observed_text"
             case windowsEvaluated = "windows_evaluated"
             case failingWindow = "failing_window"
@@ -52,7 +58,8 @@ extension RunSummary {
         // Written by hand so that nil optionals become `null` (see RunSummary.encode).
         public func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(metric, forKey: .metric); try c.encode(label, forKey: .label); try c.encode(condition, forKey: .condition)
+            try c.encode(metric, forKey: .metric); try c.encode(label, forKey: .label)
+            try c.encodeIfPresent(population, forKey: .population); try c.encode(condition, forKey: .condition)
             try c.encode(observed, forKey: .observed); try c.encode(unit, forKey: .unit); try c.encode(limit, forKey: .limit); try c.encode(observedText, forKey: .observedText)
             try c.encode(passed, forKey: .passed); try c.encode(windowsEvaluated, forKey: .windowsEvaluated)
             try c.encode(failingWindow, forKey: .failingWindow); try c.encode(abortedRun, forKey: .abortedRun)

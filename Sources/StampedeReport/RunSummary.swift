@@ -53,6 +53,47 @@ public struct RunSummary: Codable, Sendable, Equatable {
     public var connectErrors: [String: UInt64]? = nil
     /// WebSocket flows: named counters, step errors, unrecognised frames (`RunSummary+Flow`).
     public var flow: Flow? = nil
+    /// A run of several populations: each one's results folder and headline figures (absent,
+    /// not null, for a run of one population). The rest of this summary is their exact merge.
+    public var populations: [PopulationEntry]? = nil
+
+    /// One population of the run (its whole results are in `folder`, relative to this one).
+    public struct PopulationEntry: Codable, Sendable, Equatable {
+        public var name: String
+        public var workload: String
+        public var clients: Int
+        public var startSeconds: Double
+        /// "populations/NAME".
+        public var folder: String
+        public var partial: Bool
+        public var messagesSent: UInt64
+        public var messagesDelivered: UInt64
+        public var messagesLost: UInt64
+        public var fanoutExpected: UInt64
+        public var fanoutReceived: UInt64
+        public var errorsTotal: UInt64
+        /// The population's own run's exit status (0 passed, 99 a threshold of its failed, …).
+        public var exitCode: Int32
+
+        enum CodingKeys: String, CodingKey {
+            case name, workload, clients, folder, partial
+            case startSeconds = "start_s"
+            case messagesSent = "messages_sent"
+            case messagesDelivered = "messages_delivered"
+            case messagesLost = "messages_lost"
+            case fanoutExpected = "fanout_expected"
+            case fanoutReceived = "fanout_received"
+            case errorsTotal = "errors_total"
+            case exitCode = "exit_code"
+        }
+
+        public init(name: String, workload: String, clients: Int, startSeconds: Double, folder: String, summary s: RunSummary, exitCode: Int32) {
+            self.name = name; self.workload = workload; self.clients = clients; self.startSeconds = startSeconds; self.folder = folder
+            partial = s.partial; messagesSent = s.messages.sent; messagesDelivered = s.messages.delivered; messagesLost = s.messages.lost
+            fanoutExpected = s.messages.fanoutExpected; fanoutReceived = s.messages.fanoutReceived; errorsTotal = s.errorsTotal
+            self.exitCode = exitCode
+        }
+    }
 
     /// An event whose recovery is measured: a client storm, a server fault or an external command.
     public struct Storm: Codable, Sendable, Equatable {
@@ -212,6 +253,7 @@ public struct RunSummary: Codable, Sendable, Equatable {
         case storms, rest, tls, thresholds, workers, flow
         case closeCodes = "close_codes"
         case connectErrors = "connect_errors"
+        case populations
     }
 
     // Written by hand only so that nil optionals become `null` instead of disappearing.
@@ -240,6 +282,7 @@ public struct RunSummary: Codable, Sendable, Equatable {
         try c.encode(tls, forKey: .tls); try c.encode(thresholds, forKey: .thresholds); try c.encode(workers, forKey: .workers)
         try c.encode(closeCodes, forKey: .closeCodes); try c.encode(flow, forKey: .flow)
         try c.encode(connectErrors, forKey: .connectErrors)
+        try c.encodeIfPresent(populations, forKey: .populations)
     }
 
     /// The summary as written to summary.json: pretty-printed, keys sorted, trailing newline.

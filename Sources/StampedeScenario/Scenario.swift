@@ -61,6 +61,14 @@ public struct Scenario: Sendable, Equatable {
     public var targetAdmin: AdminEndpoint? = nil
     /// Pass/fail conditions on the run's measurements (`thresholds:`), in the file's order.
     public var thresholds: [ThresholdSpec] = []
+    /// `populations:`: the run's client populations, each a scenario of its own; empty for a
+    /// scenario of one population (every field above is then that population's). With
+    /// populations, the fields above describe the run: its name, duration, drain and the
+    /// thresholds on the whole run; `clients` is the sum.
+    public var populations: [Population] = []
+    /// The clients of the populations before this one (0 for a run of one population): added to
+    /// each client's index where it names the client to others (message stamps, user names).
+    public var clientIndexBase: Int = 0
     /// Latencies and counters the scenario names beyond the built-in ones (a WebSocket flow's
     /// replies and rules), set by the section that declares them, which the loader reads before
     /// `thresholds:` so that thresholds may name them.

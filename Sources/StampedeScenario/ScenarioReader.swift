@@ -5,7 +5,7 @@ enum Keys {
         "name", "target", "workload", "clients", "connect_rate", "duration", "message", "load_model", "think_time",
         "seed", "drain", "connect_timeout", "headers", "subprotocol", "max_message_size", "source_addresses", "resolve", "hub",
         "events", "reconnect", "heartbeat", "while_disconnected", "target_admin", "rest",
-        "tls", "thresholds", "websocket", "socketio",
+        "tls", "thresholds", "websocket", "socketio", "populations",
     ]
     static let rest = [
         "token", "interval", "pool", "first_byte_timeout", "response_timeout", "max_response_size", "redirects", "staleness",

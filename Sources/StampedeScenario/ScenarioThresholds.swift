@@ -8,6 +8,9 @@ public struct ThresholdSpec: Sendable, Equatable {
     public var metric: String
     /// The part after `@` in the key (`round_trip@steady`), so one metric can have several entries.
     public var label: String?
+    /// The population in `{population:NAME}` (`round_trip{population:publishers}`): the entry
+    /// is judged on that population's measurements alone; nil for the whole run.
+    public var population: String? = nil
     public var conditions: [ThresholdCondition]
     /// Windowed entries: evaluated over every `windowSeconds` window of the message phase that
     /// starts at or after `afterSeconds`. `after` alone is one window from there to the end.
@@ -29,8 +32,8 @@ public struct ThresholdSpec: Sendable, Equatable {
     /// Evaluated per window rather than over the whole run.
     public var isWindowed: Bool { afterSeconds != nil || windowSeconds != nil }
 
-    /// The key as written: "round_trip" or "round_trip@steady".
-    public var key: String { label.map { "\(metric)@\($0)" } ?? metric }
+    /// The key as written: "round_trip", "round_trip@steady", "round_trip{population:publishers}".
+    public var key: String { metric + (population.map { "{population:\($0)}" } ?? "") + (label.map { "@\($0)" } ?? "") }
 
     /// What kind of metric `metric` names (validated at load, so never nil for a loaded scenario).
     public var kind: ThresholdMetricKind? { declaredKind ?? ThresholdMetricKind(metric) }
@@ -221,7 +224,11 @@ extension Reader {
         + "abort_on_fail: true, delay: 10s}"
 
     /// `names`: what the scenario declares beyond the built-in metrics, which thresholds may name.
-    func thresholdList(_ node: Node, messageSeconds: Double, names: ThresholdNames = ThresholdNames()) throws(ScenarioError) -> [ThresholdSpec] {
+    /// - Parameter populations: The run's populations and the names each declares; a key may
+    ///   then name one (`round_trip{population:publishers}`), and its metric must be one of that
+    ///   population's.
+    func thresholdList(_ node: Node, messageSeconds: Double, names allNames: ThresholdNames = ThresholdNames(),
+                       populations: [String: ThresholdNames] = [:]) throws(ScenarioError) -> [ThresholdSpec] {
         guard case .mapping(let mapping) = node else {
             throw error(at: node, field: "thresholds",
                         "expected a mapping of metric names to conditions (like 'round_trip: [\"p(99) < 50ms\"]'), got \(describe(node))")
@@ -231,7 +238,26 @@ extension Reader {
             let key = try string(keyNode, field: "thresholds", expecting: "a metric name")
             let field = "thresholds.\(key)"
             let parts = key.split(separator: "@", maxSplits: 1, omittingEmptySubsequences: false)
-            let metric = String(parts[0])
+            var metric = String(parts[0])
+            var names = allNames
+            var population: String? = nil
+            if let open = metric.firstIndex(of: "{") {
+                let tag = metric[open...]
+                let prefix = "{population:"
+                guard tag.hasPrefix(prefix), tag.hasSuffix("}"), tag.count > prefix.count + 1 else {
+                    throw error(at: keyNode, field: field, "expected '{population:NAME}' after the metric name (like 'round_trip{population:publishers}'), got '\(tag)'")
+                }
+                let name = String(tag.dropFirst(prefix.count).dropLast())
+                guard let declared = populations[name] else {
+                    let known = populations.keys.sorted()
+                    throw error(at: keyNode, field: field, known.isEmpty
+                                ? "'{population:\(name)}' names a population, but this scenario has no 'populations'"
+                                : "no population named '\(name)' (populations: \(known.joined(separator: ", ")))")
+                }
+                population = name
+                names = declared
+                metric = String(metric[..<open])
+            }
             var label: String?
             if parts.count == 2 {
                 let text = String(parts[1])
@@ -255,6 +281,7 @@ extension Reader {
                 throw error(at: keyNode, field: field, message)
             }
             var spec = ThresholdSpec(metric: metric, label: label, conditions: [])
+            spec.population = population
             spec.declaredKind = kind
             spec.line = keyNode.mark?.line ?? 0
             var conditionsNode = value

@@ -8,6 +8,7 @@ extension Reader {
         }
         let fields = try Fields(
             mapping, path: "", known: Keys.topLevel, reader: self, misplaced: Keys.misplacedAtTopLevel)
+        if fields["populations"] != nil { return try scenarioWithPopulations(root: root, fields: fields) }
 
         let name: String
         if let node = fields["name"] {
@@ -253,7 +254,7 @@ extension Reader {
 
     // MARK: Fields
 
-    private func scenarioName(_ node: Node) throws(ScenarioError) -> String {
+    func scenarioName(_ node: Node) throws(ScenarioError) -> String {
         let name = try string(node, field: "name", expecting: "a name")
         guard isValidName(name) else {
             throw error(
@@ -263,7 +264,7 @@ extension Reader {
         return name
     }
 
-    private func defaultName() throws(ScenarioError) -> String {
+    func defaultName() throws(ScenarioError) -> String {
         guard !file.isEmpty else { return "scenario" }
         var base = Substring(file.split(separator: "/").last ?? "")
         if let dot = base.lastIndex(of: "."), dot != base.startIndex {
@@ -278,7 +279,7 @@ extension Reader {
         return String(base)
     }
 
-    private func isValidName(_ name: some StringProtocol) -> Bool {
+    func isValidName(_ name: some StringProtocol) -> Bool {
         !name.isEmpty && name.count <= Limits.nameLength
             && name.unicodeScalars.allSatisfy { $0.isASCII && (isAlphanumeric($0) || "._-".unicodeScalars.contains($0)) }
     }

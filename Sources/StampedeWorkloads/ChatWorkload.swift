@@ -440,7 +440,7 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     /// A churned client's slot comes back as someone new.
     func joinAsNewUser(_ k: Int) {
         churnGeneration[k] &+= 1
-        users[k] = Self.user(runTag: plan.runTag, globalIndex: plan.load.globalIndices[k], generation: churnGeneration[k])
+        users[k] = Self.user(runTag: plan.runTag, globalIndex: plan.load.senderBase + plan.load.globalIndices[k], generation: churnGeneration[k])
         churnJoining[k] = true
         reconnectTimeline[k].connected()
         ws.connect(k)

@@ -25,6 +25,14 @@ public struct LoadPlan: Sendable {
     /// burst a client sends when it is back, not memory; when it is full the oldest is dropped
     /// and counted (`dropped_while_disconnected`), as an app's bounded send queue would.
     public var maxQueuedWhileDisconnected: UInt32 = 10_000
+    /// Added to a client's global index where it names the client to other clients (the
+    /// sender in its message stamps, its user name): the clients of the populations before this
+    /// one (`Scenario.clientIndexBase`), so that populations sharing a server never take each
+    /// other's messages for their own.
+    public var senderBase: Int = 0
+
+    /// The sender id in client `k`'s message stamps.
+    @inline(__always) public func sender(_ k: Int) -> UInt32 { UInt32(truncatingIfNeeded: senderBase &+ globalIndices[k]) }
 
     public init(totalClients: Int, globalIndices: [Int], connectRate: Double, loadModel: LoadModel, totalRate: Double,
                 thinkTimeNs: UInt64) {

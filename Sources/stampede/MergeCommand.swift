@@ -45,7 +45,7 @@ struct Merge: ParsableCommand {
         }
         let s = merged.summary
         print("merged \(folders.count) folders: \(s.messages.sent) messages sent, \(s.errorsTotal) errors")
-        for t in s.thresholds ?? [] { print("  \(t.passed ? "✓" : "✗") \(t.metric)\(t.label.map { "@" + $0 } ?? "") \(t.condition): \(t.observedText)") }
+        for t in s.thresholds ?? [] { print("  \(t.passed ? "✓" : "✗") \(t.key) \(t.condition): \(t.observedText)") }
         print(output)
         if let t = s.thresholds, !t.allSatisfy(\.passed) { throw ExitCode(ExitStatus.thresholdFailed) }
     }

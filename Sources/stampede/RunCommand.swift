@@ -93,6 +93,7 @@ struct Run: ParsableCommand {
         // Where the clients run: worker processes say so in a note of their own once they are up.
         let whereText = options.fleet == nil ? "\(options.loops) loop(s)" : "on workers"
         FileHandle.standardError.write(Data("stampede \(RunEngine.version): \(s.name): \(s.clients) clients → \(targetText), \(whereText)\n".utf8))
+        if !s.populations.isEmpty { return try runPopulations(s, options: options) }
         let outcome: RunOutcome
         do { outcome = try RunEngine(scenario: s, options: options).run() } catch {
             FileHandle.standardError.write(Data("error: \(error)\n".utf8))
@@ -102,13 +103,35 @@ struct Run: ParsableCommand {
         if let fatal = outcome.record.fatalError { FileHandle.standardError.write(Data("error: \(fatal)\n".utf8)) }
         if let e = outcome.writeError { FileHandle.standardError.write(Data("error: could not write results: \(e)\n".utf8)) }
         if let folder = outcome.resultsFolder { print("results: \(relativePath(folder))") }
-        // One line a CI log shows next to the exit code (the summary above has the details).
-        let failedThresholds = outcome.summary.thresholds?.filter { !$0.passed }.count ?? 0
-        if outcome.exitCode == ExitStatus.thresholdFailed {
+        try finish(exitCode: outcome.exitCode, thresholds: outcome.summary.thresholds)
+    }
+
+    /// A scenario with `populations:`: one engine per population, one merged results folder.
+    func runPopulations(_ s: Scenario, options: RunOptions) throws {
+        let outcome: PopulationOutcome
+        do { outcome = try PopulationRun(scenario: s, options: options).run() } catch {
+            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+            throw ExitCode(interrupt.isRaised ? ExitStatus.interrupted : ExitStatus.runFailed)
+        }
+        print(SummaryText.render(outcome.summary))
+        for (name, o) in outcome.populations {
+            if let fatal = o.record.fatalError { FileHandle.standardError.write(Data("error: population \(name): \(fatal)\n".utf8)) }
+            if let e = o.writeError { FileHandle.standardError.write(Data("error: could not write the results of population \(name): \(e)\n".utf8)) }
+        }
+        if let fatal = outcome.fatalError { FileHandle.standardError.write(Data("error: \(fatal)\n".utf8)) }
+        if let e = outcome.writeError { FileHandle.standardError.write(Data("error: could not write results: \(e)\n".utf8)) }
+        if let folder = outcome.resultsFolder { print("results: \(relativePath(folder))") }
+        try finish(exitCode: outcome.exitCode, thresholds: outcome.summary.thresholds)
+    }
+
+    /// The line a CI log shows next to the exit code (the summary above has the details), and the exit.
+    func finish(exitCode: Int32, thresholds: [RunSummary.Threshold]?) throws {
+        let failedThresholds = thresholds?.filter { !$0.passed }.count ?? 0
+        if exitCode == ExitStatus.thresholdFailed {
             FileHandle.standardError.write(Data("stampede: \(failedThresholds) threshold condition(s) failed (exit 99)\n".utf8))
-        } else if outcome.exitCode == ExitStatus.saturated {
+        } else if exitCode == ExitStatus.saturated {
             FileHandle.standardError.write(Data("stampede: the generator was saturated; thresholds not judged (exit 98)\n".utf8))
         }
-        if outcome.exitCode != 0 { throw ExitCode(outcome.exitCode) }
+        if exitCode != 0 { throw ExitCode(exitCode) }
     }
 }

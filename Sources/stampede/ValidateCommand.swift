@@ -22,7 +22,12 @@ struct Validate: ParsableCommand {
         for f in files {
             do {
                 let s = try ScenarioLoader.load(path: f)
-                print("\(f): ok (\(s.workload.rawValue), \(s.clients) clients, \(s.target))")
+                if s.populations.isEmpty {
+                    print("\(f): ok (\(s.workload.rawValue), \(s.clients) clients, \(s.target))")
+                } else {
+                    print("\(f): ok (\(s.clients) clients in \(s.populations.count) populations: "
+                          + s.populations.map { "\($0.name) \($0.scenario.workload.rawValue) × \($0.scenario.clients)" }.joined(separator: ", ") + ")")
+                }
             } catch {
                 FileHandle.standardError.write(Data("\(error)\n".utf8))
                 failed = true

@@ -67,7 +67,9 @@ struct InterruptTests {
         let (o, stop) = try runInterrupted(s, after: 1.5)
         try expectPartialAndClosed(o)
         #expect(o.summary.messages.sent > 0)
-        #expect(stop < 5, "stopped \(stop) s after the interrupt (generous bound; Benchmarks/stop-latency.sh measures it)")
+        // Cut short by the interrupt, not run to its end 58 s later; how promptly is a
+        // measurement (Benchmarks/stop-latency.sh), not a test.
+        #expect(stop < 30, "stopped \(stop) s after the interrupt")
     }
 
     @Test(arguments: [Workload.chat, .hub, .rest, .websocket, .socketio])
@@ -100,7 +102,9 @@ struct InterruptTests {
         for timeout in ["connect_timeout", "upgrade_timeout", "handshake_timeout", "response_timeout"] {
             #expect(o.summary.errors[timeout] == 0, "\(timeout)")
         }
-        #expect(stop < 5)
+        // Cut short by the interrupt, not by the 20 s connect timeout (how promptly is
+        // Benchmarks/stop-latency.sh's measurement).
+        #expect(stop < 15, "stopped \(stop) s after the interrupt")
     }
 }
 

@@ -67,11 +67,18 @@ struct SocketIOServerInteropTests {
         }
         #expect(stats.open == 0)
         #expect(stats.protocolErrors == 0)
-        // python-socketio drops a refused client's Engine.IO session without a close packet
-        // (`disconnect(abort=True)`): over long polling, unless a poll was held on the TCP
-        // connection it closes, nothing tells the server, and that one session ends by the ping
-        // timeout; every other ends by its close packet or its transport.
-        #expect(stats.pingTimeouts <= (transports == "polling" ? 1 : 0), "\(stats)")
+        // Over WebSocket every session ends by its close packet or its transport. Over long
+        // polling the client may never say goodbye: python-socketio drops a refused client's
+        // Engine.IO session without a close packet (`disconnect(abort=True)`), and python-engineio's
+        // `disconnect()` waits for its read loop, not its write loop, so a client's close packet
+        // can still be queued for a POST when the check exits (seen under CI load: two of four
+        // sessions). Those sessions end by the ping timeout, which is what the server must do;
+        // every session ends one way or the other.
+        if transports == "polling" {
+            #expect(stats.clientCloses + stats.pingTimeouts + stats.transportCloses == stats.closes, "\(stats)")
+        } else {
+            #expect(stats.pingTimeouts == 0, "\(stats)")
+        }
         #expect(stats.connectErrors == 1)
         return stats
     }

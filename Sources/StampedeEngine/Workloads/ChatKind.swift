@@ -49,6 +49,7 @@ struct ChatKind: WorkloadKind {
                             loadModel: s.loadModel, totalRate: s.message.ratePerSecond, thinkTimeNs: nanoseconds(s.thinkTimeSeconds))
         load.whileDisconnected = s.whileDisconnected
         load.seed = s.seed
+        load.senderBase = s.clientIndexBase
         load.rateStages = s.message.stages
         var plan = ChatWorkload.Plan(load: load, messageSize: s.message.size, runTag: s.name)
         plan.reconnect = s.reconnect

@@ -57,6 +57,7 @@ struct HubKind: WorkloadKind {
         plan.addresses = setup.perClient(addresses)
         let address = addresses[0]
         plan.load.seed = s.seed
+        plan.load.senderBase = s.clientIndexBase
         switch spec.protocolKind {
         case .json: return HubClients<JSONHubProtocol>(loop: setup.loop, plan: plan, address: address, random: setup.random)
         case .messagePack: return HubClients<MessagePackHubProtocol>(loop: setup.loop, plan: plan, address: address, random: setup.random)

@@ -47,7 +47,7 @@ enum CapacityHTML {
         return index == 0 ? s.latencyMicros["round_trip"].map { Double($0.p99) / 1000 } : nil
     }
 
-    static func sloName(_ t: RunSummary.Threshold) -> String { t.metric + (t.label.map { "@" + $0 } ?? "") + " " + t.condition }
+    static func sloName(_ t: RunSummary.Threshold) -> String { t.key + " " + t.condition }
 
     static func charts(_ r: CapacityResult) -> String {
         let ordered = r.steps.sorted { ($0.load, $0.number) < ($1.load, $1.number) }

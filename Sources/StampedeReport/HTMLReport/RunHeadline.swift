@@ -44,7 +44,7 @@ enum RunHeadline {
         guard let list = s.thresholds, !list.isEmpty else { return "" }
         let rows = list.map { t -> [String] in
             let window = t.failingWindow.map { " in the window \(Fmt.sig($0.startSeconds))–\(Fmt.sig($0.endSeconds)) s" } ?? ""
-            return [t.passed ? "✓ pass" : "✗ fail", t.metric + (t.label.map { "@" + $0 } ?? ""), t.condition, t.observedText + window,
+            return [t.passed ? "✓ pass" : "✗ fail", t.key, t.condition, t.observedText + window,
                     t.abortedRun ? "stopped the run" : ""]
         }
         return "<h3>Thresholds</h3>" + HTML.table(["verdict", "metric", "condition", "observed", ""], rows, id: "thresholds") {

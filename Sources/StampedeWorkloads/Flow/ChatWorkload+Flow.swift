@@ -70,7 +70,7 @@ extension ChatWorkload {
     @discardableResult
     func sendTemplate(_ k: Int, _ template: MessageTemplate, sequence: UInt32, intendedNs: UInt64) -> UInt64 {
         let now = EventLoop.now()
-        let stamp = MessageStamp(sender: UInt32(plan.load.globalIndices[k]), sequence: sequence, intendedNs: runClock(intendedNs),
+        let stamp = MessageStamp(sender: plan.load.sender(k), sequence: sequence, intendedNs: runClock(intendedNs),
                                  actualNs: runClock(now))
         renderAndSend(k, template, stamp: stamp)
         return now
@@ -149,7 +149,7 @@ extension ChatWorkload {
                 return
             }
             let now = runClock(nowLocal)
-            if Int(stamp.sender) == plan.load.globalIndices[k] {
+            if stamp.sender == plan.load.sender(k) {
                 if let slot = flow.replyLatencySlot[i] {
                     ws.metrics.named.record(slot, nanoseconds: now &- stamp.intendedNs)
                     ws.metrics.named.record(slot + 1, nanoseconds: now &- stamp.actualNs)

@@ -56,7 +56,7 @@ extension HubClients {
     /// it) and fills any `{stamp}` argument.
     func call(_ k: Int, sequence: UInt32, intendedNs: UInt64) {
         guard let spec = plan.spec.call else { return }
-        let stamp = MessageStamp(sender: UInt32(plan.load.globalIndices[k]), sequence: sequence, intendedNs: stampNow(intendedNs),
+        let stamp = MessageStamp(sender: plan.load.sender(k), sequence: sequence, intendedNs: stampNow(intendedNs),
                                  actualNs: stampNow(EventLoop.now()))
         var stampBytes: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
         let method = callMethod

@@ -135,7 +135,7 @@ extension HubClients {
                   let contents = Codec.stringContents(buffer, value: element),
                   let stamp = ChatCodec.parseStamp(UnsafeRawBufferPointer(rebasing: buffer[contents])) else { continue }
             let now = stampNow(EventLoop.now())
-            if Int(stamp.sender) == plan.load.globalIndices[k] {
+            if stamp.sender == plan.load.sender(k) {
                 guard plan.spec.operation == .send, clients[k].calls.answered() else { return }
                 totalOutstanding -= 1
                 metrics.count(.messagesDelivered)

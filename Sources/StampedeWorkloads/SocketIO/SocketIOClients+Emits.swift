@@ -74,7 +74,7 @@ extension SocketIOClients {
         guard let e = plan.spec.emit else { return }
         let id = clients[k].pending.next
         let now = EventLoop.now()
-        let stamp = MessageStamp(sender: UInt32(plan.load.globalIndices[k]), sequence: id, intendedNs: stampNow(intendedNs), actualNs: stampNow(now))
+        let stamp = MessageStamp(sender: plan.load.sender(k), sequence: id, intendedNs: stampNow(intendedNs), actualNs: stampNow(now))
         metrics.count(.messagesSent)
         guard emit(k, e, ackId: e.ack ? UInt64(id) : nil, sequence: sequence, stamp: stamp) else {
             metrics.count(.messagesFailed)
@@ -153,7 +153,7 @@ extension SocketIOClients {
             return
         }
         let now = stampNow(EventLoop.now())
-        if Int(stamp.sender) == plan.load.globalIndices[k] {
+        if stamp.sender == plan.load.sender(k) {
             guard clients[k].pending.entry(stamp.sequence) != nil else { return }
             metrics.record(.roundTrip, nanoseconds: now &- stamp.intendedNs)
             metrics.record(.roundTripUncorrected, nanoseconds: now &- stamp.actualNs)

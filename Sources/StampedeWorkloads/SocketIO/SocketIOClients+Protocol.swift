@@ -140,7 +140,7 @@ extension SocketIOClients {
             let step = clients[k].connectStep
             let e = plan.spec.connect[step]
             let now = EventLoop.now()
-            let stamp = MessageStamp(sender: UInt32(plan.load.globalIndices[k]), sequence: 0, intendedNs: stampNow(now), actualNs: stampNow(now))
+            let stamp = MessageStamp(sender: plan.load.sender(k), sequence: 0, intendedNs: stampNow(now), actualNs: stampNow(now))
             guard emit(k, e, ackId: e.ack ? Self.connectAckBase + UInt64(step) : nil, sequence: 0, stamp: stamp) else {
                 fail(k, .messageTooBig)
                 return

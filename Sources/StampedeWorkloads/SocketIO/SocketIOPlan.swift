@@ -55,6 +55,7 @@ public struct SocketIOPlan: Sendable {
                   sourceAddresses: sourceAddresses, runTag: s.name)
         load.whileDisconnected = s.whileDisconnected
         load.seed = s.seed
+        load.senderBase = s.clientIndexBase
         load.rateStages = s.message.stages
     }
 
