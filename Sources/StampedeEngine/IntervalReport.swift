@@ -32,4 +32,6 @@ public struct IntervalReport: Sendable {
     public var residentBytes: UInt64
     /// True for the last report of the run.
     public var final: Bool
+    /// The population whose engine made the report, in a run of several (nil otherwise).
+    public var population: String? = nil
 }

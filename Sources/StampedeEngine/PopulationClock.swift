@@ -83,6 +83,8 @@ public final class PopulationClock: Sendable {
 
 /// What an engine running one population of several is given (`RunOptions.population`).
 public struct PopulationRole: @unchecked Sendable {
+    /// The population's name (its interval reports carry it).
+    public var name: String
     public var clock: PopulationClock
     /// The population starts after the run's ramp-up (`start:` > 0): it joins the message phase.
     public var startsLater: Bool

@@ -81,7 +81,7 @@ public final class PopulationRun {
             o.progress = .silent
             o.fleet = nil
             o.scenarioSource = nil
-            o.population = PopulationRole(clock: clock, startsLater: p.startSeconds > 0,
+            o.population = PopulationRole(name: p.name, clock: clock, startsLater: p.startSeconds > 0,
                                           sharedTarget: p.scenario.target == .embedded ? shared[Self.targetKey(p.scenario)] : nil)
             let name = p.name, clients = p.scenario.clients, earlier = options.intervalObserver
             o.intervalObserver = { report in

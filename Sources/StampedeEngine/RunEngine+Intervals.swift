@@ -112,10 +112,12 @@ extension RunEngine {
         if let observer = options.intervalObserver {
             let messagePhase: ClosedRange<Double>? = messageStartNs == 0 ? nil
                 : signedSeconds(lastIntervalNs, since: messageStartNs)...max(signedSeconds(lastIntervalNs, since: messageStartNs), signedSeconds(now, since: messageStartNs))
-            observer(IntervalReport(elapsedSeconds: elapsed, phase: phase.rawValue, messagePhaseSeconds: messagePhase, interval: merged, totals: totals,
-                                    open: open, connecting: connecting, reconnecting: reconnecting, clients: scenario.clients, timerLagNs: lag,
+            var report = IntervalReport(elapsedSeconds: elapsed, phase: phase.rawValue, messagePhaseSeconds: messagePhase, interval: merged, totals: totals,
+                                        open: open, connecting: connecting, reconnecting: reconnecting, clients: scenario.clients, timerLagNs: lag,
                                     processCPUPercent: processPercent, clientLoopCPUPercent: loopPercent, loops: groups.reduce(0) { $0 + $1.loopCount },
-                                    residentBytes: rssNow, final: final))
+                                    residentBytes: rssNow, final: final)
+            report.population = options.population?.name
+            observer(report)
         }
         let dt = max(seconds(now - lastIntervalNs), 0.001)
         lastIntervalNs = now
@@ -132,7 +134,7 @@ extension RunEngine {
     /// timeseries.csv shows the target beside what was sent; 0 without an arrival rate.
     func targetRate(fromNs: UInt64, toNs: UInt64) -> Double {
         guard messageStartNs > 0, toNs > fromNs, scenario.loadModel == .open, scenario.workload != .rest else { return 0 }
-        let phase = scenario.durationSeconds
+        let phase = seconds(messageEndNs &- messageStartNs)
         let a = min(max(signedSeconds(fromNs, since: messageStartNs), 0), phase)
         let b = min(max(signedSeconds(toNs, since: messageStartNs), 0), phase)
         return RateProfile(scenario.message).messages(fromSeconds: a, toSeconds: b) / seconds(toNs - fromNs)

@@ -112,6 +112,9 @@ public final class RunEngine {
     var phase = RunPhase.rampUp
     let progress: ProgressPrinter
     var messageStartNs: UInt64 = 0
+    /// Where the message phase ends (`duration` after its start, or the run's end for a
+    /// population that joined late).
+    var messageEndNs: UInt64 = 0
     /// The generator's own health, as the intervals saw it.
     var gauges = GeneratorGauges()
     /// What the scenario's events did, window by window.
@@ -207,6 +210,7 @@ public final class RunEngine {
             var drops = options.connectionDrops.sorted { $0.atSeconds < $1.atSeconds }
             var events = Array(scenario.events.enumerated())
             messageStartNs = t0
+            messageEndNs = t1
             while EventLoop.now() < t1 {
                 _ = tick()
                 if let next = drops.first, EventLoop.now() >= t0 + nanoseconds(next.atSeconds) {

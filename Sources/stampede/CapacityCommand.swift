@@ -79,8 +79,8 @@ struct Capacity: ParsableCommand {
     var metrics: MetricsOptions
 
     func validate() throws {
-        guard CapacityPlan.Vary(rawValue: vary) != nil else {
-            throw ValidationError("--vary must be message.rate or clients, got '\(vary)'")
+        guard CapacityPlan.parseVary(vary) != nil else {
+            throw ValidationError("--vary must be message.rate or clients (or NAME.message.rate, NAME.clients for a population), got '\(vary)'")
         }
         guard !slo.isEmpty else { throw ValidationError("--slo: give at least one, like --slo \"round_trip p(99) < 50ms\"") }
         for s in slo {
@@ -128,7 +128,7 @@ struct Capacity: ParsableCommand {
         let options = try load.runOptions(progress: quiet ? .silent : .lines)
         installSignalHandlers()
         let targetText = s.target == .embedded ? "embedded target" : s.target.description
-        FileHandle.standardError.write(Data(("stampede \(RunEngine.version) capacity: \(s.name) → \(targetText), varying \(plan.vary.rawValue) from "
+        FileHandle.standardError.write(Data(("stampede \(RunEngine.version) capacity: \(s.name) → \(targetText), varying \(plan.varyText) from "
             + "\(CapacityRunner.format(plan.from)) to \(CapacityRunner.format(plan.to)) \(plan.unit), steps of \(CapacityRunner.format(plan.warmupSeconds)) s + "
             + "\(CapacityRunner.format(plan.stepSeconds)) s, \(options.loops) loop(s)\n").utf8))
         // One endpoint for the whole search; every step's series carry its `step` label.
@@ -147,11 +147,24 @@ struct Capacity: ParsableCommand {
     /// The plan from the flags and the scenario; what the scenario cannot do is bad input.
     func makePlan(_ s: Scenario) throws -> CapacityPlan {
         // validate() has checked every flag; these guards only keep a trap out of reach.
-        guard let vary = CapacityPlan.Vary(rawValue: vary), let precision = Self.ratio(precision), let step = parseDuration(stepDuration),
+        guard let (population, vary) = CapacityPlan.parseVary(vary), let precision = Self.ratio(precision), let step = parseDuration(stepDuration),
               let warmup = parseDuration(warmup), let cooldown = parseDuration(cooldown), let maxErrors = Self.ratio(maxErrors), let maxLost = Self.ratio(maxLost) else {
             throw ValidationError("a flag's value could not be read")
         }
-        guard s.events.isEmpty else { throw ValidationError("\(scenario): capacity steps must be steady: remove the scenario's events") }
+        guard s.events.isEmpty, s.populations.allSatisfy({ $0.scenario.events.isEmpty }) else {
+            throw ValidationError("\(scenario): capacity steps must be steady: remove the scenario's events")
+        }
+        // With populations, one of them is varied (the others hold) and the SLOs judge it.
+        if !s.populations.isEmpty && population == nil {
+            throw ValidationError("--vary: \(scenario) has populations (\(s.populations.map(\.name).joined(separator: ", "))): name the one to vary, like --vary \(s.populations[0].name).\(vary.rawValue)")
+        }
+        if let population, !s.populations.contains(where: { $0.name == population }) {
+            throw ValidationError(s.populations.isEmpty
+                ? "--vary \(population).\(vary.rawValue): \(scenario) has no populations; use --vary \(vary.rawValue)"
+                : "--vary: no population named '\(population)' (populations: \(s.populations.map(\.name).joined(separator: ", ")))")
+        }
+        let whole = s
+        let s = s.populations.first { $0.name == population }?.scenario ?? s
         let current: Double
         let range: ClosedRange<Double>
         switch vary {
@@ -176,9 +189,10 @@ struct Capacity: ParsableCommand {
             }
         }
         var plan = CapacityPlan(
-            scenario: s, vary: vary, sloTexts: slo, slos: slos, from: from, to: to, precision: precision,
+            scenario: whole, vary: vary, sloTexts: slo, slos: slos, from: from, to: to, precision: precision,
             stepSeconds: step, warmupSeconds: warmup, limits: .init(errorRatio: maxErrors, lostRatio: maxLost, sendRatio: 0.99))
         plan.cooldownSeconds = cooldown
+        plan.population = population
         plan.confirmations = confirmations
         return plan
     }

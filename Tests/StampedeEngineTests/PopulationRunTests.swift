@@ -79,6 +79,29 @@ struct PopulationRunTests {
         #expect(keys == ["errors", "round_trip{population:publishers}", "http_2xx{population:pollers}"])
         #expect((o.summary.thresholds ?? []).allSatisfy { $0.passed })
         #expect(publishers.thresholds?.map(\.key) == ["round_trip{population:publishers}"])
+        try Self.expectSendsFollowTheTarget(folder.appendingPathComponent("populations/publishers/timeseries.csv"), summary: publishers)
+    }
+
+    /// The publishers joined 1 s into the run's message phase and ramp 10 → 40/s over their own
+    /// first 2 s: in every interval of their timeseries.csv what they sent is what the profile
+    /// intended over the interval's bounds (`target_rate`), within 2 % or one message, plus what
+    /// the generator's late timers (its reported lag) moved across a bound.
+    static func expectSendsFollowTheTarget(_ csv: URL, summary: RunSummary) throws {
+        let lines = try String(contentsOf: csv, encoding: .utf8).split(separator: "\n").map { $0.split(separator: ",").map(String.init) }
+        let header = try #require(lines.first)
+        let elapsed = try #require(header.firstIndex(of: "elapsed_s"))
+        let sent = try #require(header.firstIndex(of: "messages_sent"))
+        let target = try #require(header.firstIndex(of: "target_rate"))
+        let rows = lines.dropFirst().map { (elapsed: Double($0[elapsed])!, sent: Double($0[sent])!, target: Double($0[target])!) }
+        let lag = Double(summary.generator.maxTimerLagMicros) / 1e6
+        var checked = 0
+        for (previous, row) in zip(rows, rows.dropFirst()) where row.target > 0 {
+            let intended = row.target * (row.elapsed - previous.elapsed)
+            #expect(abs(row.sent - intended) <= max(0.02 * intended, 1) + 2 * 40 * lag + 40 * 0.001,
+                    "interval to \(row.elapsed) s: sent \(row.sent), intended \(intended)")
+            checked += 1
+        }
+        #expect(checked >= 3)
     }
 
     @Test func aFailingPopulationThresholdFailsTheRun() throws {
@@ -91,5 +114,65 @@ struct PopulationRunTests {
         #expect(o.exitCode == (saturated ? 98 : 99), "\(o.summary.thresholds ?? [])")
         let results = Dictionary(uniqueKeysWithValues: (o.summary.thresholds ?? []).map { ($0.key, $0.passed) })
         #expect(results == ["fanout{population:listeners}": false, "round_trip{population:dashboards}": true])
+    }
+}
+
+/// `stampede capacity --vary NAME.message.rate`: one population's load changes from step to step
+/// while the others hold theirs, and the SLOs judge that population.
+@Suite(.serialized)
+struct PopulationCapacityTests {
+    static let yaml = """
+        name: cap-populations
+        target: embedded
+        duration: 30s
+        populations:
+          - {name: listeners, workload: chat, clients: 30, message: {rate: 0}}
+          - {name: publishers, workload: chat, clients: 4, start: 10s, message: {rate: 5, stages: [{duration: 5s, rate: 50}]}}
+        """
+
+    @Test func aCapacityRunVariesOnePopulationWhileTheOthersHold() throws {
+        let s = try ScenarioLoader.parse(yaml: Self.yaml, file: "cap-populations.yaml")
+        let slo = try ThresholdSpec.parseSLO("round_trip p(99) < 10s", names: ThresholdNames()).get()
+        var plan = CapacityPlan(scenario: s, vary: .messageRate, sloTexts: ["round_trip p(99) < 10s"], slos: [slo], from: 20, to: 40,
+                                precision: 0.5, stepSeconds: 3, warmupSeconds: 1,
+                                limits: .init(errorRatio: 0.01, lostRatio: 0.01, sendRatio: 0.9))
+        plan.population = "publishers"
+        plan.cooldownSeconds = 0
+        #expect(plan.varyText == "publishers.message.rate")
+        // (A 3 s window: the engine's one-second intervals do not start on the window's bounds,
+        // and a step is judged on the whole intervals inside it.)
+        // A step: every population from the start, one load each; only the publishers' rate is the step's.
+        let step = plan.stepScenario(load: 30)
+        #expect(step.populations.map(\.startSeconds) == [0, 0])
+        #expect(step.populations.map(\.scenario.message.ratePerSecond) == [0, 30])
+        #expect(step.populations.allSatisfy { $0.scenario.message.stages.isEmpty && $0.scenario.durationSeconds == 4 })
+
+        let root = temporaryFolder("cap-populations")
+        let o = CapacityRunner(plan: plan, options: RunOptions(loops: 2, resultsRoot: root, progress: .silent)).run()
+        #expect(o.result.vary == "publishers.message.rate")
+        #expect(o.result.steps.count >= 2, "\(o.result.conclusion) \(o.result.steps.map { "\($0.load) \($0.outcome) \($0.reasons)" })")
+        let folder = try #require(o.folder)
+        for step in o.result.steps {
+            // The window is the publishers' own: what they were asked to send, not the listeners' nothing.
+            #expect(step.intendedRate == step.load)
+            #expect(step.sent > 0, "step at \(step.load): \(step.outcome)")
+            let stepFolder = folder.appendingPathComponent(try #require(step.resultsFolder))
+            let listeners = try RunSummary.decode(from: Data(contentsOf: stepFolder.appendingPathComponent("populations/listeners/summary.json")))
+            let publishers = try RunSummary.decode(from: Data(contentsOf: stepFolder.appendingPathComponent("populations/publishers/summary.json")))
+            #expect(listeners.scenario.clients == 30 && listeners.messages.sent == 0)
+            #expect(publishers.scenario.clients == 4 && publishers.messages.sent > 0)
+        }
+    }
+
+    @Test func capacityFlagsThatDoNotNameAPopulationOfTheScenarioExitTwo() throws {
+        let file = temporaryFolder("cap-populations-flags").appendingPathComponent("cap.yaml")
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Self.yaml.write(to: file, atomically: true, encoding: .utf8)
+        for (vary, text) in [("message.rate", "name the one to vary, like --vary listeners.message.rate"),
+                             ("talkers.message.rate", "no population named 'talkers' (populations: listeners, publishers)")] {
+            let r = try runProcess(stampedeBinary.path, ["capacity", file.path, "--vary", vary, "--slo", "round_trip p(99) < 50ms"], timeout: 20)
+            #expect(r.status == 2, "\(vary): \(r.stderr)")
+            #expect(r.stderr.contains(text), "\(vary): \(r.stderr)")
+        }
     }
 }

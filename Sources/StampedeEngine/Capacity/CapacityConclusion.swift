@@ -5,7 +5,7 @@ extension CapacityRunner {
     func emptyResult(startedAt: Date) -> CapacityResult {
         let s = plan.scenario
         return CapacityResult(
-            scenario: s.name, scenarioFile: s.file, workload: s.workload.rawValue, target: s.target.description, vary: plan.vary.rawValue,
+            scenario: s.name, scenarioFile: s.file, workload: s.workload.rawValue, target: s.target.description, vary: plan.varyText,
             unit: plan.unit, slos: plan.sloTexts, limits: plan.limits, stepSeconds: plan.stepSeconds, warmupSeconds: plan.warmupSeconds,
             from: plan.from, to: plan.to, precision: plan.precision, steps: [], verdict: "interrupted", maxSustainable: nil, knee: nil,
             heldAtLeast: nil, generatorLimit: nil, firstFailing: nil, firstFailingReasons: [], conclusion: "no step has run yet", partial: true,

@@ -13,6 +13,9 @@ public struct CapacityPlan: Sendable {
     }
     public var scenario: Scenario
     public var vary: Vary
+    /// The population varied (`--vary NAME.message.rate`) while the others hold their load;
+    /// nil for a scenario of one population. The SLOs judge that population.
+    public var population: String? = nil
     /// The SLOs as given and as parsed (`ThresholdSpec.parseSLO`).
     public var sloTexts: [String]
     public var slos: [ThresholdSpec]
@@ -34,6 +37,20 @@ public struct CapacityPlan: Sendable {
         self.precision = precision; self.stepSeconds = stepSeconds; self.warmupSeconds = warmupSeconds; self.limits = limits
     }
 
+    /// What is varied, as `--vary` gives it: "message.rate", "publishers.clients".
+    public var varyText: String { (population.map { $0 + "." } ?? "") + vary.rawValue }
+
+    /// `--vary`: "message.rate", "clients", or either after a population's name
+    /// ("publishers.message.rate"); nil for anything else.
+    public static func parseVary(_ text: String) -> (population: String?, vary: Vary)? {
+        if let vary = Vary(rawValue: text) { return (nil, vary) }
+        for vary in Vary.allCases where text.hasSuffix("." + vary.rawValue) {
+            let name = String(text.dropLast(vary.rawValue.count + 1))
+            if !name.isEmpty { return (name, vary) }
+        }
+        return nil
+    }
+
     /// "messages/s" or "clients".
     public var unit: String { vary == .clients ? "clients" : "messages/s" }
 
@@ -43,20 +60,42 @@ public struct CapacityPlan: Sendable {
     /// scenario's rate stages are set aside (its starting rate is the per-client rate's base).
     public func stepScenario(load: Double) -> Scenario {
         var s = scenario
+        s.durationSeconds = warmupSeconds + stepSeconds
+        s.drainSeconds = min(s.drainSeconds, 2)
+        s.thresholds = []
+        guard let population else { return Self.step(s, vary: vary, load: load) }
+        // With populations: every one starts with the step and holds one load; only the varied one changes.
+        for i in s.populations.indices {
+            var p = s.populations[i]
+            p.startSeconds = 0
+            p.scenario.durationSeconds = s.durationSeconds
+            p.scenario.drainSeconds = s.drainSeconds
+            p.scenario.thresholds = []
+            p.scenario.message.stages = []
+            if p.name == population { p.scenario = Self.step(p.scenario, vary: vary, load: load) }
+            s.populations[i] = p
+        }
+        s.clients = s.populations.reduce(0) { $0 + $1.scenario.clients }
+        return s
+    }
+
+    /// `s` holding `load` of `vary` (its rate stages set aside).
+    static func step(_ given: Scenario, vary: Vary, load: Double) -> Scenario {
+        var s = given
         s.message.stages = []
         switch vary {
         case .messageRate:
             s.message.ratePerSecond = load
         case .clients:
-            let perClient = scenario.clients > 0 ? scenario.message.ratePerSecond / Double(scenario.clients) : 0
+            let perClient = given.clients > 0 ? given.message.ratePerSecond / Double(given.clients) : 0
             s.clients = Int(load)
             s.message.ratePerSecond = perClient * Double(s.clients)
         }
-        s.durationSeconds = warmupSeconds + stepSeconds
-        s.drainSeconds = min(s.drainSeconds, 2)
-        s.thresholds = []
         return s
     }
+
+    /// The scenario (or population) whose load is varied.
+    public var variedScenario: Scenario { scenario.populations.first { $0.name == population }?.scenario ?? scenario }
 }
 
 /// What a capacity run produced.
@@ -173,22 +212,31 @@ public final class CapacityRunner {
         stepOptions.resultsFolderName = folderName ?? String(format: "step-%02d-%@-%@", number, stage.rawValue, Self.format(load).replacingOccurrences(of: ",", with: ""))
         stepOptions.progress = .silent
         let live = stepObserver?(stepOptions.resultsFolderName ?? String(number)) ?? options.intervalObserver
+        let judged = plan.population
         stepOptions.intervalObserver = { report in
-            window.withLock { $0.add(report) }
+            // With populations, the SLOs judge the varied one.
+            if report.population == judged { window.withLock { $0.add(report) } }
             live?(report)
         }
         var fatal: String?
         var stepFolder: String?
         do {
-            let outcome = try RunEngine(scenario: scenario, options: stepOptions).run()
-            fatal = outcome.record.fatalError
-            stepFolder = outcome.resultsFolder.map { $0.lastPathComponent }
+            if scenario.populations.isEmpty {
+                let outcome = try RunEngine(scenario: scenario, options: stepOptions).run()
+                fatal = outcome.record.fatalError
+                stepFolder = outcome.resultsFolder.map { $0.lastPathComponent }
+            } else {
+                let outcome = try PopulationRun(scenario: scenario, options: stepOptions).run()
+                fatal = outcome.fatalError ?? outcome.populations.first { $0.name == judged }?.outcome.record.fatalError
+                stepFolder = outcome.resultsFolder.map { $0.lastPathComponent }
+            }
         } catch {
             fatal = "the step could not start: \(error)"
         }
         let judge = StepJudge(slos: plan.slos, limits: plan.limits)
         var step = judge.judge(window.withLock { $0 }, number: number, stage: stage, load: load,
-                               intendedRate: scenario.message.ratePerSecond, runFailure: fatal)
+                               intendedRate: scenario.populations.first { $0.name == judged }?.scenario.message.ratePerSecond ?? scenario.message.ratePerSecond,
+                               runFailure: fatal)
         step.resultsFolder = stepFolder
         return (step, fatal)
     }
