@@ -37,6 +37,7 @@ public final class PopulationRun {
 
     public func run() throws(RunSetupError) -> PopulationOutcome {
         let startedAt = Date()
+        let cpuAtStart = cs_process_cpu_ns()
         if options.fleet != nil {
             throw RunSetupError("a scenario with populations runs in one process for now: --processes and --workers are not supported with it")
         }
@@ -159,6 +160,16 @@ public final class PopulationRun {
         do {
             var merged = try ResultsMerge.combine(written, output: folder)
             merged.summary.scenario.name = scenario.name
+            // One process ran them all: each population's process-wide figures are the same
+            // process's, so the run's are the process's own, not their sum (as a merge of
+            // separate processes would have it). The client loops were each population's own.
+            let each = ran.map(\.outcome.summary.generator)
+            merged.summary.generator.processCPUSeconds = ThresholdEvaluator.rounded(Double(cs_process_cpu_ns() - cpuAtStart) / 1e9)
+            merged.summary.generator.peakCPUPercent = each.compactMap(\.peakCPUPercent).max()
+            merged.summary.generator.rssBeforeConnectBytes = each.map(\.rssBeforeConnectBytes).max() ?? 0
+            merged.summary.generator.rssConnectedBytes = each.map(\.rssConnectedBytes).max() ?? 0
+            merged.summary.generator.rssPeakBytes = each.map(\.rssPeakBytes).max() ?? 0
+            merged.summary.environment.loops = ran.reduce(0) { $0 + $1.outcome.summary.environment.loops }
             var workloads: [String] = []
             for p in populations where !workloads.contains(p.scenario.workload.rawValue) { workloads.append(p.scenario.workload.rawValue) }
             merged.summary.scenario.workload = workloads.joined(separator: "+")

@@ -66,6 +66,8 @@ struct PopulationRunTests {
         #expect(o.summary.populations?.map(\.folder) == ["populations/listeners", "populations/publishers", "populations/pollers", "populations/dashboards"])
         let written = try RunSummary.decode(from: Data(contentsOf: folder.appendingPathComponent("summary.json")))
         #expect(written.populations?.count == 4)
+        let report = try String(contentsOf: folder.appendingPathComponent("report.html"), encoding: .utf8)
+        #expect(report.contains("id=\"populations-table\"") && report.contains("<a href=\"populations/publishers/report.html\">publishers</a>"))
         let listeners = try #require(o.populations.first { $0.name == "listeners" }?.outcome.summary)
         let publishers = try #require(o.populations.first { $0.name == "publishers" }?.outcome.summary)
         // Listeners send nothing and receive every publisher's message: due 60 × each one sent.

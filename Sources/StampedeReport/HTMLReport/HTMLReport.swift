@@ -67,7 +67,7 @@ public enum HTMLReport {
     static func renderRun(_ files: ReportFiles) throws(HTMLReportError) -> String {
         let run = try RunData(files)
         let s = run.summary
-        var body = [RunHeadline.html(run), RunCharts.latencyOverTime(run), RunCharts.spectrum(run), RunCharts.timeseries(run)]
+        var body = [RunHeadline.html(run), RunHeadline.populations(s), RunCharts.latencyOverTime(run), RunCharts.spectrum(run), RunCharts.timeseries(run)]
         body.append(HTMLPage.section("errors", "Errors and generator", RunHeadline.errorsAndGenerator(s)))
         body.append(RunCharts.storms(run))
         if !run.notes.isEmpty {

@@ -52,6 +52,23 @@ enum RunHeadline {
         }
     }
 
+    /// A run of several populations: one row each, linked to its own report (its charts,
+    /// latency and rate over time, are there); empty otherwise.
+    static func populations(_ s: RunSummary) -> String {
+        guard let populations = s.populations, !populations.isEmpty else { return "" }
+        let rows = populations.map { p -> [String] in
+            [p.name, p.workload, Fmt.int(p.clients),
+             p.startSeconds > 0 ? "+" + Fmt.sig(p.startSeconds) + " s" : "0", Fmt.int(p.messagesSent), Fmt.int(p.messagesDelivered), Fmt.int(p.messagesLost),
+             p.fanoutExpected + p.fanoutReceived > 0 ? "\(Fmt.int(p.fanoutReceived)) of \(Fmt.int(p.fanoutExpected))" : "–",
+             Fmt.int(p.errorsTotal), String(p.exitCode) + (p.partial ? " (partial)" : "")]
+        }
+        let intro = HTML.el("p", "Each population ran as a run of its own, with its whole results and report in its folder; the figures above are their exact merge.")
+        let links = "<p>Reports: " + populations.map { "<a href=\"\(HTML.escape($0.folder))/report.html\">\(HTML.escape($0.name))</a>" }.joined(separator: " · ") + "</p>"
+        return HTMLPage.section("populations", "Populations",
+                                intro + HTML.table(["population", "workload", "clients", "start", "sent", "delivered", "lost", "fan-out received", "errors", "exit"],
+                                                   rows, id: "populations-table", numeric: [2, 4, 5, 6, 8, 9]) + links)
+    }
+
     static func accounting(_ s: RunSummary) -> String {
         let m = s.messages
         var out = "<h3>Message accounting</h3>"
