@@ -38,12 +38,15 @@ public final class PopulationRun {
     public func run() throws(RunSetupError) -> PopulationOutcome {
         let startedAt = Date()
         let cpuAtStart = cs_process_cpu_ns()
-        if options.fleet != nil {
-            throw RunSetupError("a scenario with populations runs in one process for now: --processes and --workers are not supported with it")
+        switch options.fleet {
+        case .workers?, .discover?:
+            throw RunSetupError("a scenario with populations runs its workers as local processes (--processes N, or chosen by itself); --workers and discovery are not supported with it yet")
+        case .processes?, nil: break
         }
         let populations = scenario.populations
         let limit = Int(cs_raise_open_files_limit())
-        let (targetsInChildren, problem) = descriptorPlan(openFilesLimit: limit)
+        let fleets = workerFleets(openFilesLimit: limit)
+        let (targetsInChildren, problem) = descriptorPlan(openFilesLimit: limit, fleets: fleets)
         if let problem { throw RunSetupError(problem) }
 
         // The embedded targets, one per workload (and TLS or not), before any client.
@@ -80,8 +83,9 @@ public final class PopulationRun {
             let share = Double(p.scenario.clients) / Double(max(1, scenario.clients))
             o.loops = max(1, min(options.loops, Int((Double(options.loops) * share).rounded(.up))))
             o.progress = .silent
-            o.fleet = nil
-            o.scenarioSource = nil
+            // On worker processes of its own when this process's descriptors do not hold every client.
+            o.fleet = fleets[index]
+            o.scenarioSource = fleets[index] == nil ? nil : options.scenarioSource
             o.population = PopulationRole(name: p.name, clock: clock, startsLater: p.startSeconds > 0,
                                           sharedTarget: p.scenario.target == .embedded ? shared[Self.targetKey(p.scenario)] : nil)
             let name = p.name, clients = p.scenario.clients, earlier = options.intervalObserver
@@ -222,17 +226,40 @@ public final class PopulationRun {
             .reduce(0) { $0 + $1.scenario.clients * WorkloadKinds.kind(of: $1.scenario.workload).descriptorsPerClient($1.scenario) }
     }
 
+    /// Each population's worker processes, nil for those whose clients stay in this process:
+    /// with `--processes N`, N for every population; otherwise the largest populations move to
+    /// workers of their own (as many as their descriptors need) until the rest fit here.
+    func workerFleets(openFilesLimit limit: Int) -> [FleetSpec?] {
+        let ends = scenario.populations.map(Self.clientEnds)
+        if case .processes(let n)? = options.fleet { return ends.map { _ in .processes(n) } }
+        var fleets: [FleetSpec?] = ends.map { _ in nil }
+        guard limit > RunPlan.workerDescriptorMargin * 2, options.stampedeExecutable != nil, options.scenarioSource != nil else { return fleets }
+        var here = ends.reduce(0, +) + Self.margin(scenario.populations.count)
+        let perWorker = limit - RunPlan.workerDescriptorMargin
+        for i in ends.indices.sorted(by: { ends[$0] > ends[$1] }) where here > limit {
+            fleets[i] = .processes((ends[i] + perWorker - 1) / perWorker)
+            here -= ends[i]
+        }
+        return fleets
+    }
+
+    /// Descriptors a population's clients hold.
+    static func clientEnds(_ p: Population) -> Int { p.scenario.clients * WorkloadKinds.kind(of: p.scenario.workload).descriptorsPerClient(p.scenario) }
+
+    /// Descriptors this process keeps for itself beside the clients: its own, and each population's engine.
+    static func margin(_ populations: Int) -> Int { 64 + 64 * populations }
+
     /// Whether the embedded targets must run in child processes, or why the run cannot start:
-    /// every population's clients share this process's descriptors.
-    func descriptorPlan(openFilesLimit limit: Int) -> (targetsInChildren: Bool, problem: String?) {
-        let clientEnds = scenario.populations.reduce(0) { $0 + $1.scenario.clients * WorkloadKinds.kind(of: $1.scenario.workload).descriptorsPerClient($1.scenario) }
+    /// the clients of the populations not on workers share this process's descriptors.
+    func descriptorPlan(openFilesLimit limit: Int, fleets: [FleetSpec?]) -> (targetsInChildren: Bool, problem: String?) {
+        let clientEnds = zip(scenario.populations, fleets).reduce(0) { $0 + ($1.1 == nil ? Self.clientEnds($1.0) : 0) }
         let keys = Set(scenario.populations.filter { $0.scenario.target == .embedded }.map { Self.targetKey($0.scenario) })
         let targetEnds = keys.reduce(0) { $0 + serverEnds(key: $1) }
-        let margin = 64 + 64 * scenario.populations.count
+        let margin = Self.margin(scenario.populations.count)
         guard limit > 0 else { return (false, nil) }
         if clientEnds + margin > limit {
-            return (false, "the populations' \(scenario.clients) clients need about \(clientEnds + margin) file descriptors but this process may open \(limit); "
-                        + "a scenario with populations runs in one process for now: use fewer clients")
+            return (false, "the populations' clients in this process need about \(clientEnds + margin) file descriptors but it may open \(limit): "
+                        + "use --processes N to run each population on N worker processes")
         }
         if clientEnds + targetEnds + margin <= limit { return (false, nil) }
         if options.stampedeExecutable == nil {

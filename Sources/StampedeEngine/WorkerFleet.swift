@@ -38,7 +38,8 @@ public enum WorkerFleet {
         var process: Process?
     }
 
-    static func start(_ spec: FleetSpec, source: ScenarioSource, scenario: Scenario, loops: Int, stampedeExecutable: String?,
+    /// - Parameter population: The population the workers run, in a run of several (nil otherwise).
+    static func start(_ spec: FleetSpec, source: ScenarioSource, scenario: Scenario, population: String? = nil, loops: Int, stampedeExecutable: String?,
                       embeddedPort: Int, embeddedCertificatePEM: String?, interrupt: InterruptFlag) throws(RunSetupError) -> [RemoteClientGroup] {
         var connected: [Connected] = []
         func abandon() { for c in connected { c.link.close(); if let p = c.process, p.isRunning { kill(p.processIdentifier, SIGKILL) } } }
@@ -64,9 +65,10 @@ public enum WorkerFleet {
             let same = !sameBoot.isEmpty && c.hello.bootID == sameBoot
             let g = RemoteClientGroup(link: c.link, hello: c.hello, shardIndex: i, clients: shardClients(scenario.clients, index: i, count: n), clock: c.clock, sameClock: same, process: c.process)
             let loopsThere: Int = if case .processes = spec { max(1, loops / n) } else { 0 }
-            let plan = WorkerPlan(scenarioYAML: source.yaml, scenarioFile: source.file, overrides: source.overrides.map { [$0.flag, $0.field, $0.value] },
+            var plan = WorkerPlan(scenarioYAML: source.yaml, scenarioFile: source.file, overrides: source.overrides.map { [$0.flag, $0.field, $0.value] },
                                   shardIndex: i, shardCount: n, loops: loopsThere, embeddedPort: embeddedPort,
                                   embeddedCertificatePEM: embeddedCertificatePEM ?? "", clockOffsetNs: same ? 0 : c.clock.offsetNs)
+            plan.population = population ?? ""
             do { try g.start(plan) } catch {
                 for other in groups { other.stop(interrupted: true) }
                 g.stop(interrupted: true)

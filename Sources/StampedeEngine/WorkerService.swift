@@ -111,9 +111,18 @@ public enum WorkerService {
         if let count, count != plan.shardCount { return .failure(RunSetupError("this worker expects \(count) workers but the run has \(plan.shardCount)")) }
         guard plan.shardCount >= 1, (0..<plan.shardCount).contains(plan.shardIndex) else { return .failure(RunSetupError("shard \(plan.shardIndex) of \(plan.shardCount)")) }
         let overrides = plan.overrides.compactMap { $0.count == 3 ? ScenarioLoader.Override(flag: $0[0], field: $0[1], value: $0[2]) : nil }
-        let scenario: Scenario
+        var scenario: Scenario
         do { scenario = try ScenarioLoader.parse(yaml: plan.scenarioYAML, file: plan.scenarioFile, overrides: overrides) } catch {
             return .failure(RunSetupError("the scenario: \(error)"))
+        }
+        if !plan.population.isEmpty {
+            // One population of the scenario: its clients, numbered after the populations before it.
+            guard let index = scenario.populations.firstIndex(where: { $0.name == plan.population }) else {
+                return .failure(RunSetupError("the scenario has no population named '\(plan.population)'"))
+            }
+            var own = scenario.populations[index].scenario
+            own.clientIndexBase = scenario.populations[..<index].reduce(0) { $0 + $1.scenario.clients }
+            scenario = own
         }
         let kind = WorkloadKinds.kind(of: scenario.workload)
         let mine = shardClients(scenario.clients, index: plan.shardIndex, count: plan.shardCount)

@@ -22,7 +22,7 @@ extension FleetMessage {
             w.u32(UInt32(p.overrides.count))
             for o in p.overrides { w.u32(UInt32(o.count)); for s in o { w.string(s) } }
             w.i64(Int64(p.shardIndex)); w.i64(Int64(p.shardCount)); w.i64(Int64(p.loops))
-            w.i64(Int64(p.embeddedPort)); w.string(p.embeddedCertificatePEM); w.i64(p.clockOffsetNs)
+            w.i64(Int64(p.embeddedPort)); w.string(p.embeddedCertificatePEM); w.i64(p.clockOffsetNs); w.string(p.population)
         case .beginRampUp(let t): w.u8(4); w.u64(t)
         case .beginMessages(let a, let b): w.u8(5); w.u64(a); w.u64(b)
         case .dropConnections(let f): w.u8(6); w.double(f)
@@ -79,8 +79,10 @@ extension FleetMessage {
                 overrides.append(o)
             }
             let index = try r.int(), count = try r.int(), loops = try r.int(), port = try r.int()
-            m = .plan(WorkerPlan(scenarioYAML: yaml, scenarioFile: file, overrides: overrides, shardIndex: index, shardCount: count,
-                                 loops: loops, embeddedPort: port, embeddedCertificatePEM: try r.string(), clockOffsetNs: try r.i64()))
+            var plan = WorkerPlan(scenarioYAML: yaml, scenarioFile: file, overrides: overrides, shardIndex: index, shardCount: count,
+                                  loops: loops, embeddedPort: port, embeddedCertificatePEM: try r.string(), clockOffsetNs: try r.i64())
+            plan.population = try r.string()
+            m = .plan(plan)
         case 4: m = .beginRampUp(startNs: try r.u64())
         case 5: m = .beginMessages(startNs: try r.u64(), endNs: try r.u64())
         case 6: m = .dropConnections(fraction: try r.double())

@@ -40,7 +40,8 @@ public enum FleetMessage: Sendable {
     case bye
 
     /// Raised when either side changes a frame's layout.
-    public static let version: UInt32 = 1
+    /// 2: a plan names its population (`WorkerPlan.population`).
+    public static let version: UInt32 = 2
     /// No frame is longer (a full interval of 17 histograms is a few hundred KiB at most).
     public static let maxFrameBytes = 64 << 20
 }
@@ -65,6 +66,8 @@ public struct WorkerPlan: Sendable, Equatable {
     /// Worker clock − coordinator clock, nanoseconds: message stamps are written in the
     /// coordinator's clock, so a sender and a receiver on different hosts agree.
     public var clockOffsetNs: Int64
+    /// The scenario's population whose clients this worker runs ("" for a scenario of one).
+    public var population: String = ""
 
     public init(scenarioYAML: String, scenarioFile: String, overrides: [[String]], shardIndex: Int, shardCount: Int, loops: Int,
                 embeddedPort: Int = 0, embeddedCertificatePEM: String = "", clockOffsetNs: Int64 = 0) {

@@ -178,3 +178,42 @@ struct PopulationCapacityTests {
         }
     }
 }
+
+/// A run of populations over worker processes (`--processes N`: each population's clients on N
+/// workers of its own), still one folder, every population exact, fan-out due across them.
+@Suite(.serialized)
+struct PopulationWorkerTests {
+    @Test func populationsRunOverWorkerProcessesWithTheirAccountingExact() throws {
+        let folder = temporaryFolder("population-workers")
+        let file = folder.appendingPathComponent("launch-workers.yaml")
+        try """
+            name: launch-workers
+            target: embedded
+            duration: 3s
+            drain: 3s
+            populations:
+              - {name: listeners, workload: chat, clients: 40, message: {rate: 0}}
+              - {name: publishers, workload: chat, clients: 4, start: 1s, message: {rate: 20}}
+              - {name: pollers, workload: rest, clients: 6, rest: {interval: 1s, resources: [/items]}}
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let r = try runProcess(stampedeBinary.path, ["run", file.path, "--processes", "2", "--plain", "--results", folder.appendingPathComponent("results").path],
+                               timeout: 120)
+        #expect(r.status == 0, "\(r.stderr.suffix(3000))")
+        let line = try #require(r.stdout.split(separator: "\n").last { $0.hasPrefix("results: ") })
+        let results = URL(fileURLWithPath: String(line.dropFirst("results: ".count)))
+        let summary = try RunSummary.decode(from: Data(contentsOf: results.appendingPathComponent("summary.json")))
+        #expect(summary.populations?.map(\.name) == ["listeners", "publishers", "pollers"])
+        var each: [String: RunSummary] = [:]
+        for name in ["listeners", "publishers", "pollers"] {
+            let s = try RunSummary.decode(from: Data(contentsOf: results.appendingPathComponent("populations/\(name)/summary.json")))
+            #expect(s.workers?.count == 2, "\(name)")
+            #expect(s.messages.accountingClosed && s.messages.lost == 0 && s.errorsTotal == 0, "\(name): \(s.messages)")
+            each[name] = s
+        }
+        let sent = try #require(each["publishers"]?.messages.sent)
+        #expect(sent > 0)
+        #expect(each["listeners"]?.messages.fanoutReceived == sent * 40 && each["listeners"]?.messages.fanoutExpected == sent * 40)
+        #expect(each["pollers"].map { $0.messages.sent > 0 } == true)
+        #expect(summary.messages.sent == sent + (each["pollers"]?.messages.sent ?? 0))
+    }
+}
