@@ -19,6 +19,10 @@ protocol ClientGroup: AnyObject {
     func watch(index: Int, atNs: UInt64)
     /// Up to `count` connected, idle clients leave and join again.
     func churn(count: Int)
+    /// `clients.stages`: up to `count` clients not connected join; returns how many did.
+    func join(count: Int) -> Int
+    /// `clients.stages`: up to `count` connected, idle clients leave cleanly; returns how many did.
+    func leave(count: Int) -> Int
     func beginDrain()
     func closeAll(lostReason: LossReason)
     /// Gauges at a tick.
@@ -75,6 +79,29 @@ final class LocalClientGroup: ClientGroup {
             loops[i].execute { [w = workloads[i]] _ in w.churn(count: share) }
         }
         churnRotation += 1
+    }
+
+    func join(count: Int) -> Int { shareOut(count) { w, n in w.join(count: n) } }
+    func leave(count: Int) -> Int { shareOut(count) { w, n in w.leave(count: n) } }
+
+    /// Asks the loops in turn (from a rotating first one) for what is left of `count`, each for
+    /// an even share of it, until it is done or every loop has been asked.
+    func shareOut(_ count: Int, _ body: @escaping @Sendable (any LoopWorkload, Int) -> Int) -> Int {
+        var done = 0
+        let n = workloads.count
+        for j in 0..<n where done < count {
+            let i = (j + churnRotation) % n
+            let share = (count - done + (n - j) - 1) / (n - j)
+            done += loops[i].submitAndWait { [w = workloads[i]] _ in body(w, share) }
+        }
+        churnRotation += 1
+        // A loop short of clients leaves the rest to the others: one more pass.
+        for j in 0..<n where done < count {
+            let i = (j + churnRotation) % n
+            let rest = count - done
+            done += loops[i].submitAndWait { [w = workloads[i]] _ in body(w, rest) }
+        }
+        return done
     }
 
     func state() -> GroupState {

@@ -72,7 +72,7 @@ public final class PopulationRun {
 
         let firstWave = populations.filter { $0.startSeconds == 0 }.count
         let clock = PopulationClock(firstWave: firstWave, populations: populations.count, durationNs: nanoseconds(scenario.durationSeconds))
-        let ledger = FanoutLedger(populations: populations.map(\.name))
+        let ledger = FanoutLedger(populations: populations.map(\.name), varying: populations.map { $0.scenario.clientProfile != nil })
         let printer = Mutex(ProgressPrinter(style: options.progress == .silent ? .silent : .lines))
         let outcomes = Mutex<[Int: Result<RunOutcome, RunSetupError>]>([:])
         let done = DispatchGroup()
@@ -290,8 +290,14 @@ final class FanoutLedger: Sendable {
     struct Book { var seconds: [[Int: Second]]; var lastOpen: [Int] }
     let book: Mutex<Book>
     let originNs = EventLoop.now()
+    /// Populations whose clients come and go (`clients.stages`): only the clients connected at
+    /// both ends of an interval count (a lower bound), or a ramp-down would read as loss.
+    let varying: [Bool]
 
-    init(populations: [String]) { book = Mutex(Book(seconds: populations.map { _ in [:] }, lastOpen: populations.map { _ in 0 })) }
+    init(populations: [String], varying: [Bool]) {
+        book = Mutex(Book(seconds: populations.map { _ in [:] }, lastOpen: populations.map { _ in 0 }))
+        self.varying = varying
+    }
 
     /// An interval of `population` ended at `atNs` with `open` clients connected, `sent` messages
     /// sent in it. Its clients count as connected in that second as many as were at either end
@@ -300,7 +306,8 @@ final class FanoutLedger: Sendable {
     func record(population: Int, sent: UInt64, open: Int, atNs: UInt64) {
         let second = Int((atNs &- originNs) / 1_000_000_000)
         book.withLock { b in
-            let connected = max(open, b.lastOpen[population], b.seconds[population][second]?.open ?? 0)
+            let connected = varying[population] ? min(open, b.lastOpen[population])
+                : max(open, b.lastOpen[population], b.seconds[population][second]?.open ?? 0)
             b.seconds[population][second, default: Second()].sent += sent
             b.seconds[population][second]!.open = connected
             b.lastOpen[population] = open

@@ -65,6 +65,7 @@ extension RunEngine {
         gauges.lastProcessCPUNs = processCPUNs
         gauges.clientLoopCPUNs = loopCPUNs
         totals.add(merged)
+        addProfileFanoutDue(sent: merged[.messagesSent], open: open)
         // Each latency metric's interval histogram, as an .hlog line (skipping empty ones).
         for (m, line) in HistogramLog.lines(of: merged, startSeconds: seconds(lastIntervalNs &- runStartNs), lengthSeconds: seconds(now &- lastIntervalNs)) {
             histogramLogLines[m.rawValue].append(line)

@@ -115,6 +115,11 @@ public final class RunEngine {
     /// Where the message phase ends (`duration` after its start, or the run's end for a
     /// population that joined late).
     var messageEndNs: UInt64 = 0
+    /// `clients.stages`: the clients the engine has asked to be connected (joins less leaves),
+    /// and the fan-out due so far, interval by interval (RunEngine+ClientProfile.swift).
+    var profileClients = 0
+    var profileFanoutDue: UInt64 = 0
+    var openAtLastInterval = 0
     /// The generator's own health, as the intervals saw it.
     var gauges = GeneratorGauges()
     /// What the scenario's events did, window by window.
@@ -193,7 +198,9 @@ public final class RunEngine {
         var messageSeconds = 0.0, drainSeconds = 0.0
         var lossReason = LossReason.timedOut
 
-        if openAtStart == 0 && partialReason == nil {
+        // `clients: {start: 0, stages: …}`: nobody is meant to be connected yet.
+        let nobodyDue = scenario.clientProfile?.start == 0
+        if openAtStart == 0 && partialReason == nil && !nobodyDue {
             _ = collectInterval(final: true)  // bring the connect errors into the totals for the message
             fatal = "no client could connect to \(targetDescription(endpoint)): " + describeConnectErrors()
         } else if partialReason == nil {
@@ -211,6 +218,7 @@ public final class RunEngine {
             var events = Array(scenario.events.enumerated())
             messageStartNs = t0
             messageEndNs = t1
+            profileClients = min(scenario.clientProfile?.start ?? 0, scenario.clients)
             while EventLoop.now() < t1 {
                 _ = tick()
                 if let next = drops.first, EventLoop.now() >= t0 + nanoseconds(next.atSeconds) {
@@ -222,6 +230,7 @@ public final class RunEngine {
                     start(event, index: index, atNs: t0 + nanoseconds(event.atSeconds))
                 }
                 runChurn(until: t1)
+                followClientProfile(phaseStartNs: t0)
                 if options.interrupt.isRaised { partialReason = "interrupted during the message phase"; break }
                 if let reason = thresholdBook.abortReason ?? fleetFailure { partialReason = reason; break }
             }
@@ -236,7 +245,9 @@ public final class RunEngine {
             while partialReason == nil {
                 let s = tick()
                 // Without the every-client rule, what the clients counted as due (a flow's declared groups; else 0).
-                let expected = expectsFanout ? (totals[.messagesSent] + s.sentSinceInterval) * UInt64(max(0, openAtStart - 1)) : totals[.fanoutExpected]
+                let expected = !expectsFanout ? totals[.fanoutExpected]
+                    : scenario.clientProfile != nil ? profileFanoutDue + s.sentSinceInterval * UInt64(max(0, s.open - 1))
+                    : (totals[.messagesSent] + s.sentSinceInterval) * UInt64(max(0, openAtStart - 1))
                 let fanoutDone = totals[.fanoutReceived] + s.fanoutSinceInterval >= expected
                 let received = totals[.fanoutReceived] + s.fanoutSinceInterval
                 if s.outstanding == 0 && fanoutDone {
@@ -276,7 +287,10 @@ public final class RunEngine {
         // A command still running is waited for briefly; its outcome says whether it finished.
         for run in eventBook.commandRuns.values where run.finished == nil { _ = run.wait(seconds: interrupted ? 0.1 : 2) }
 
-        if expectsFanout { totals.counters[Counter.fanoutExpected.rawValue] = totals[.messagesSent] * UInt64(max(0, openAtStart - 1)) }
+        if expectsFanout {
+            totals.counters[Counter.fanoutExpected.rawValue] = scenario.clientProfile != nil ? profileFanoutDue
+                : totals[.messagesSent] * UInt64(max(0, openAtStart - 1))
+        }
         let processCPU = Double(generatorCPUNs() - cpuAtStart) / 1e9
         let clientCPU = Double(gauges.clientLoopCPUNs) / 1e9
         warnings += kind.warnings(scenario, totals: totals)

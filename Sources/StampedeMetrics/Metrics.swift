@@ -142,6 +142,10 @@ public enum Counter: Int, CaseIterable, Sendable, Codable {
     case upgraded
     case upgradesFailed
     case acksReceived
+    /// `clients.stages`: clients that joined as the profile rose, and clients that left (a clean
+    /// close, not an error) as it fell.
+    case rampedUp
+    case rampedDown
 
     public var key: String {
         switch self {
@@ -190,6 +194,8 @@ public enum Counter: Int, CaseIterable, Sendable, Codable {
         case .upgraded: "upgraded"
         case .upgradesFailed: "upgrades_failed"
         case .acksReceived: "acks_received"
+        case .rampedUp: "ramped_up"
+        case .rampedDown: "ramped_down"
         }
     }
 }

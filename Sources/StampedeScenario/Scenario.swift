@@ -69,6 +69,9 @@ public struct Scenario: Sendable, Equatable {
     /// The clients of the populations before this one (0 for a run of one population): added to
     /// each client's index where it names the client to others (message stamps, user names).
     public var clientIndexBase: Int = 0
+    /// `clients: {start, stages}`: the connected clients over the message phase (nil: all
+    /// `clients` connect in the ramp-up and stay). `clients` is then its peak.
+    public var clientProfile: ClientProfile? = nil
     /// Latencies and counters the scenario names beyond the built-in ones (a WebSocket flow's
     /// replies and rules), set by the section that declares them, which the loader reads before
     /// `thresholds:` so that thresholds may name them.

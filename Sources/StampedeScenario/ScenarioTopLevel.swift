@@ -21,7 +21,10 @@ extension Reader {
         if let node = fields["workload"] {
             workload = try choice(node, field: "workload")
         }
-        let clients = try integer(try required("clients", in: fields), field: "clients", in: Limits.clients)
+        let clientsNode = try required("clients", in: fields)
+        let clientProfile = try clientProfile(clientsNode)
+        let clients: Int
+        if let clientProfile { clients = clientProfile.peak } else { clients = try integer(clientsNode, field: "clients", in: Limits.clients) }
         var connectRate = 1000.0
         if let node = fields["connect_rate"] {
             connectRate = try number(node, field: "connect_rate", atLeast: Limits.slowestRate, maximum: Limits.connectRate)
@@ -41,6 +44,7 @@ extension Reader {
             loadModel = try choice(node, field: "load_model")
         }
         try checkRateStages(message, fields: fields, duration: duration, loadModel: loadModel, workload: workload)
+        try checkClientProfile(clientProfile, node: clientsNode, duration: duration, workload: workload)
         var thinkTime = 0.0
         if let node = fields["think_time"] {
             thinkTime = try self.duration(node, field: "think_time", allowZero: true)
@@ -174,6 +178,7 @@ extension Reader {
             drainSeconds: drain, connectTimeoutSeconds: connectTimeout, headers: headers, subprotocol: subprotocol,
             maxMessageBytes: maxMessageBytes, sourceAddresses: sourceAddresses, hub: hub)
         scenario.rest = rest
+        scenario.clientProfile = clientProfile
         scenario.websocket = websocket
         scenario.socketio = socketio
         if let websocket {

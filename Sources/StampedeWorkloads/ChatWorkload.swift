@@ -67,6 +67,11 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     var churnLeaving: [Bool]
     var churnJoining: [Bool]
     var churnGeneration: [UInt32]
+    /// `clients.stages`: clients not connected because the profile does not want them now,
+    /// those closing to be parked, and those joining because it rose.
+    var parked: [Bool]
+    var parkOnClose: [Bool]
+    var rampJoining: [Bool]
     /// Last application heartbeat and ping per client.
     var lastHeartbeatNs: [UInt64]
     var lastPingNs: [UInt64]
@@ -104,6 +109,9 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         churnLeaving = Array(repeating: false, count: n)
         churnJoining = Array(repeating: false, count: n)
         churnGeneration = Array(repeating: 0, count: n)
+        parked = Array(repeating: false, count: n)
+        parkOnClose = Array(repeating: false, count: n)
+        rampJoining = Array(repeating: false, count: n)
         schedule = plan.load.schedule
         sendSlots = plan.load.globalIndices.map { [schedule] in schedule.sendSlot(globalIndex: $0) }
         ws.application = self
@@ -121,6 +129,12 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
     public func beginRampUp(startNs: UInt64) {
         phase = .rampUp
         for (k, g) in plan.load.globalIndices.enumerated() {
+            if let initial = plan.load.initialClients, g >= initial {
+                // Held back until `clients.stages` wants it.
+                parked[k] = true
+                notYetStarted -= 1
+                continue
+            }
             ws.schedule(at: schedule.connectTime(start: startNs, globalIndex: g), token: token(.connect, k))
         }
         if plan.heartbeat != nil { ws.schedule(at: startNs + 250_000_000, token: token(.heartbeatSweep, 0)) }
@@ -315,7 +329,8 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
             // A new user in the room, not a reconnect: its schedule starts where the run is now.
             churnJoining[k] = false
             reconnecting[k] = false
-            ws.metrics.count(.churnJoined)
+            ws.metrics.count(rampJoining[k] ? .rampedUp : .churnJoined)
+            rampJoining[k] = false
             rejoinSchedule(k)
         } else if everOpened[k] {
             ws.metrics.count(.reconnected)
@@ -367,6 +382,13 @@ public final class ChatWorkload: WebSocketApplication, @unchecked Sendable {
         }
         if churnLeaving[k] {
             churnLeaving[k] = false
+            if parkOnClose[k] {
+                // `clients.stages` fell: it stays away until the profile rises again.
+                parkOnClose[k] = false
+                parked[k] = true
+                ws.metrics.count(.rampedDown)
+                return
+            }
             guard phase == .messages || phase == .draining else { return }
             ws.metrics.count(.churnLeft)
             joinAsNewUser(k)

@@ -30,6 +30,9 @@ public struct LoadPlan: Sendable {
     /// one (`Scenario.clientIndexBase`), so that populations sharing a server never take each
     /// other's messages for their own.
     public var senderBase: Int = 0
+    /// `clients.stages`: only the clients with a global index below this connect in the
+    /// ramp-up; the others wait for the profile to call them (`join`). Nil: every client.
+    public var initialClients: Int? = nil
 
     /// The sender id in client `k`'s message stamps.
     @inline(__always) public func sender(_ k: Int) -> UInt32 { UInt32(truncatingIfNeeded: senderBase &+ globalIndices[k]) }

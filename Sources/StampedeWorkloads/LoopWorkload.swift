@@ -44,8 +44,20 @@ public protocol LoopWorkload: AnyObject, Sendable {
     /// Churn: up to `count` connected, idle clients leave and join again as new users; returns
     /// how many left.
     @discardableResult func churn(count: Int) -> Int
+    /// `clients.stages` rising: up to `count` clients that are not connected (held back since
+    /// the ramp-up, or left earlier) connect; returns how many started.
+    func join(count: Int) -> Int
+    /// `clients.stages` falling: up to `count` connected, idle clients close cleanly and stay
+    /// away (counted `ramped_down`, not as errors); returns how many are leaving.
+    func leave(count: Int) -> Int
     /// What this loop saw of each storm so far.
     var storms: [StormShard] { get }
+}
+
+extension LoopWorkload {
+    /// Workloads whose clients cannot leave and come back (the loader refuses `clients.stages` for them).
+    public func join(count: Int) -> Int { 0 }
+    public func leave(count: Int) -> Int { 0 }
 }
 
 extension ErrorClass {

@@ -3,6 +3,7 @@ import StampedeEngine
 import StampedeReport
 import StampedeScenario
 import StampedeWorkloads
+import Synchronization
 import Testing
 
 /// `populations:` end to end against the embedded targets: one run, one results folder with a
@@ -215,5 +216,49 @@ struct PopulationWorkerTests {
         #expect(each["listeners"]?.messages.fanoutReceived == sent * 40 && each["listeners"]?.messages.fanoutExpected == sent * 40)
         #expect(each["pollers"].map { $0.messages.sent > 0 } == true)
         #expect(summary.messages.sent == sent + (each["pollers"]?.messages.sent ?? 0))
+    }
+}
+
+/// `clients: {start, stages}` end to end: the connected clients follow the profile, clients
+/// leave cleanly (counted as ramped down, not as errors), and every message is accounted for.
+@Suite(.serialized)
+struct ClientProfileRunTests {
+    @Test func connectedClientsFollowTheProfileAndLeaveCleanly() throws {
+        let s = try ScenarioLoader.parse(yaml: """
+            name: client-stages
+            target: embedded
+            duration: 8s
+            drain: 2s
+            clients:
+              start: 5
+              stages: [{duration: 2s, target: 30}, {duration: 2s, target: 30}, {duration: 2s, target: 0}]
+            message: {rate: 30}
+            """, file: "client-stages.yaml")
+        let profile = try #require(s.clientProfile)
+        // Each interval's open count, against the profile at the interval's end in the message phase.
+        let seen = Mutex<[(phaseSeconds: Double, open: Int, lateSeconds: Double)]>([])
+        var options = RunOptions(loops: 2, resultsRoot: temporaryFolder(s.name), progress: .silent)
+        options.intervalObserver = { r in
+            guard let m = r.messagePhaseSeconds, r.phase == "messages" else { return }
+            // How late this interval ended (the engine's tick is due every second) and how late
+            // the loops' timers ran: on a busy machine the profile is followed late by as much.
+            let late = max(0, m.upperBound - m.lowerBound - 1) + Double(r.timerLagNs) / 1e9
+            seen.withLock { $0.append((m.upperBound, r.open, late)) }
+        }
+        let o = try RunEngine(scenario: s, options: options).run()
+        #expect(o.exitCode == 0, "\(o.record.fatalError ?? "")")
+        #expect(o.summary.errorsTotal == 0, "\(o.summary.errors.filter { $0.value > 0 })")
+        #expect(o.summary.messages.accountingClosed && o.summary.messages.lost == 0, "\(o.summary.messages)")
+        #expect(o.summary.counters["ramped_up"] == 25)
+        #expect(o.summary.counters["ramped_down"] == 30)
+        #expect(o.summary.messages.fanoutReceived >= o.summary.messages.fanoutExpected, "the fan-out due is a lower bound")
+        let rows = seen.withLock { $0 }
+        #expect(rows.count >= 5)
+        for row in rows where row.phaseSeconds > 0 {
+            // The engine follows the profile every 100 ms and a connect or a close takes a round
+            // trip: within what the profile moves in 0.3 s (12.5 clients a second here), plus one.
+            let wanted = profile.clients(atSeconds: row.phaseSeconds)
+            #expect(Double(abs(row.open - wanted)) <= 5 + 12.5 * row.lateSeconds, "at \(row.phaseSeconds) s: \(row.open) open, profile \(wanted)")
+        }
     }
 }

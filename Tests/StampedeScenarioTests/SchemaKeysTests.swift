@@ -54,6 +54,8 @@ struct SchemaKeysTests {
         #expect(Self.keys("") == Set(Keys.topLevel))
         let population = (Self.schema["$defs"] as? [String: Any])?["population"] as? [String: Any]
         #expect(Set((population?["properties"] as? [String: Any])?.keys.map { $0 } ?? []) == Set(Keys.population))
+        let profile = (Self.schema["$defs"] as? [String: Any])?["clientProfile"] as? [String: Any]
+        #expect(Set((profile?["properties"] as? [String: Any])?.keys.map { $0 } ?? []) == Set(Keys.clientProfile))
         #expect(Self.keys("message") == Set(Keys.message))
         #expect(Self.keys("hub") == Set(Keys.hub))
         #expect(Self.keys("rest") == Set(Keys.rest))

@@ -50,6 +50,7 @@ struct ChatKind: WorkloadKind {
         load.whileDisconnected = s.whileDisconnected
         load.seed = s.seed
         load.senderBase = s.clientIndexBase
+        load.initialClients = s.clientProfile?.start
         load.rateStages = s.message.stages
         var plan = ChatWorkload.Plan(load: load, messageSize: s.message.size, runTag: s.name)
         plan.reconnect = s.reconnect
