@@ -41,9 +41,9 @@ extension Reader {
     func checkClientProfile(_ profile: ClientProfile?, node: Node, duration: Double, workload: Workload) throws(ScenarioError) {
         guard let profile, case .mapping(let m) = node else { return }
         let stagesNode = m["stages"] ?? node
-        guard workload == .chat || workload == .websocket else {
+        guard workload != .rest else {
             throw error(at: stagesNode, field: "clients.stages",
-                        "connected clients over time are supported by the chat and websocket workloads so far, not '\(workload.rawValue)': give 'clients' as a number")
+                        "REST pollers cannot follow a profile of connected clients yet: give 'clients' as a number")
         }
         if profile.totalSeconds > duration * (1 + 1e-9) {
             throw error(at: stagesNode, field: "clients.stages",

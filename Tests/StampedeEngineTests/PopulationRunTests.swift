@@ -252,6 +252,7 @@ struct ClientProfileRunTests {
         #expect(o.summary.counters["ramped_up"] == 25)
         #expect(o.summary.counters["ramped_down"] == 30)
         #expect(o.summary.messages.fanoutReceived >= o.summary.messages.fanoutExpected, "the fan-out due is a lower bound")
+        #expect(o.summary.connections.failed == 0)
         let rows = seen.withLock { $0 }
         #expect(rows.count >= 5)
         for row in rows where row.phaseSeconds > 0 {
@@ -260,5 +261,36 @@ struct ClientProfileRunTests {
             let wanted = profile.clients(atSeconds: row.phaseSeconds)
             #expect(Double(abs(row.open - wanted)) <= 5 + 12.5 * row.lateSeconds, "at \(row.phaseSeconds) s: \(row.open) open, profile \(wanted)")
         }
+    }
+
+    /// Hub and Socket.IO clients against the embedded targets: up from 2 to 12, held, down to 0;
+    /// every join and leave counted, nothing lost, no error. (Socket.IO over WebSocket only: a
+    /// client that joins mid-run and upgrades from polling while its emits are in flight can
+    /// stay stuck before the upgrade against the embedded server, 2 in 5 runs here, never
+    /// against python-socketio's; left open in issue 24's note.)
+    @Test(arguments: ["hub", "socketio"])
+    func hubAndSocketIOClientsFollowTheProfileToo(_ workload: String) throws {
+        let section = workload == "hub" ? "hub: {method: Echo, arguments: [\"{stamp}\"]}"
+            : "socketio: {namespace: /live, transports: [websocket], emit: {event: echo, args: [\"{stamp}\"], ack: true}}"
+        let s = try ScenarioLoader.parse(yaml: """
+            name: client-stages-\(workload)
+            workload: \(workload)
+            target: embedded
+            duration: 6s
+            drain: 2s
+            clients:
+              start: 2
+              stages: [{duration: 2s, target: 12}, {duration: 1s, target: 12}, {duration: 2s, target: 0}]
+            message: {rate: 24}
+            \(section)
+            """, file: "client-stages.yaml")
+        let o = try RunEngine(scenario: s, options: RunOptions(loops: 2, resultsRoot: temporaryFolder(s.name), progress: .silent)).run()
+        #expect(o.exitCode == 0, "\(o.record.fatalError ?? "")")
+        #expect(o.summary.errorsTotal == 0, "\(o.summary.errors.filter { $0.value > 0 })")
+        #expect(o.summary.messages.accountingClosed && o.summary.messages.lost == 0, "\(o.summary.messages)")
+        #expect(o.summary.messages.sent > 0)
+        #expect(o.summary.counters["ramped_up"] == 10)
+        #expect(o.summary.counters["ramped_down"] == 12)
+        #expect(o.summary.connections.peakOpen == 12)
     }
 }

@@ -47,6 +47,6 @@ private func scenario(_ clients: String, workload: String = "chat") -> String {
     #expect(missing.line == 5 && missing.field == "clients.stages[0]" && missing.message.contains("both 'duration' and 'target'"))
     let unknown = try #require(failure(scenario("  begin: 3\n  stages: [{duration: 5s, target: 3}]")))
     #expect(unknown.line == 5 && unknown.field == "clients.begin")
-    let hub = try #require(failure(scenario("  stages: [{duration: 5s, target: 3}]", workload: "hub") + "hub: {method: Echo}\n"))
-    #expect(hub.field == "clients.stages" && hub.message.contains("chat and websocket workloads so far"))
+    let rest = try #require(failure(scenario("  stages: [{duration: 5s, target: 3}]", workload: "rest") + "rest: {interval: 1s, resources: [/items]}\n"))
+    #expect(rest.field == "clients.stages" && rest.message.contains("REST pollers cannot follow a profile"))
 }

@@ -58,6 +58,7 @@ struct HubKind: WorkloadKind {
         let address = addresses[0]
         plan.load.seed = s.seed
         plan.load.senderBase = s.clientIndexBase
+        plan.load.initialClients = s.clientProfile?.start
         switch spec.protocolKind {
         case .json: return HubClients<JSONHubProtocol>(loop: setup.loop, plan: plan, address: address, random: setup.random)
         case .messagePack: return HubClients<MessagePackHubProtocol>(loop: setup.loop, plan: plan, address: address, random: setup.random)

@@ -182,9 +182,9 @@ extension HubClients {
         metrics.count(.connected)
         metrics.count(Self.perTransport(clients[k].endpoint.transport, .connectedWebSockets, .connectedServerSentEvents, .connectedLongPolling))
         if arrival != .first {
-            if arrival == .joinedAsNewUser {
+            if arrival == .joinedAsNewUser || arrival == .rampedUp {
                 // A new user, not a reconnect: nothing was queued for it.
-                metrics.count(.churnJoined)
+                metrics.count(arrival == .rampedUp ? .rampedUp : .churnJoined)
             } else {
                 metrics.count(.reconnected)
                 stormRecovered(k)

@@ -98,6 +98,12 @@ public final class HubClients<Codec: HubProtocolCodec>: EventLoopHandler, LoopWo
     public func beginRampUp(startNs: UInt64) {
         phase = .rampUp
         for (k, g) in plan.load.globalIndices.enumerated() {
+            if let initial = plan.load.initialClients, g >= initial {
+                // Held back until `clients.stages` wants it.
+                clients[k].reconnect.parked = true
+                notYetStarted -= 1
+                continue
+            }
             loop.schedule(at: schedule.connectTime(start: startNs, globalIndex: g), token: token(.connect, k))
         }
         loop.schedule(at: startNs + 1_000_000_000, token: token(.keepAliveSweep, 0))

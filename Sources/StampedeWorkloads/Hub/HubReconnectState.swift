@@ -5,7 +5,7 @@ import StampedeMetrics
 /// hit it, and churn (leaving and joining again as a new user).
 struct HubReconnectState {
     /// How a connection came about, as `connected()` tells it.
-    enum Arrival { case first, reconnected, joinedAsNewUser }
+    enum Arrival { case first, reconnected, joinedAsNewUser, rampedUp }
 
     /// Attempts since the client was last connected, for the reconnect policy.
     var timeline = ReconnectTimeline()
@@ -16,10 +16,20 @@ struct HubReconnectState {
     var churnJoining = false
     /// Churn: how many new users this client has been (part of the user's name).
     var churnGeneration: UInt32 = 0
+    /// `clients.stages`: not connected because the profile does not want it now, and joining
+    /// because the profile rose.
+    var parked = false
+    var rampJoining = false
 
     /// The client is connected (handshake done, joined): the policy starts afresh.
     mutating func connected() -> Arrival {
         timeline.connected()
+        if rampJoining {
+            rampJoining = false
+            churnJoining = false
+            everConnected = true
+            return .rampedUp
+        }
         guard everConnected else {
             everConnected = true
             return .first
@@ -27,6 +37,15 @@ struct HubReconnectState {
         guard churnJoining else { return .reconnected }
         churnJoining = false
         return .joinedAsNewUser
+    }
+
+    /// `clients.stages` rose: the client joins as a new user (whether it was connected before or
+    /// not); returns that user's generation.
+    mutating func joinForProfile() -> UInt32 {
+        parked = false
+        rampJoining = true
+        churnGeneration &+= 1
+        return churnGeneration
     }
 
     /// Churn: the client leaves to join again as a new user; returns that user's generation.

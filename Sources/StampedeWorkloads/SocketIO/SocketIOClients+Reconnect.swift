@@ -16,8 +16,8 @@ extension SocketIOClients {
         metrics.count(.connected)
         metrics.count(clients[k].session.messageTransport == .websocket ? .connectedWebSockets : .connectedLongPolling)
         guard arrival != .first else { return }
-        if arrival == .joinedAsNewUser {
-            metrics.count(.churnJoined)
+        if arrival == .joinedAsNewUser || arrival == .rampedUp {
+            metrics.count(arrival == .rampedUp ? .rampedUp : .churnJoined)
         } else {
             metrics.count(.reconnected)
             stormRecovered(k)

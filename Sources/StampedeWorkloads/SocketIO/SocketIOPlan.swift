@@ -56,6 +56,7 @@ public struct SocketIOPlan: Sendable {
         load.whileDisconnected = s.whileDisconnected
         load.seed = s.seed
         load.senderBase = s.clientIndexBase
+        load.initialClients = s.clientProfile?.start
         load.rateStages = s.message.stages
     }
 

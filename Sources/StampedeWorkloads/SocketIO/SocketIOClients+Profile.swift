@@ -1,0 +1,38 @@
+import StampedeLoop
+import StampedeMetrics
+
+// `clients.stages` for Socket.IO clients: leaving is the churn's clean leave (DISCONNECT, then
+// the transport), counted `ramped_down`; joining starts a new user, counted `ramped_up` once
+// connected, emitting from where the run is.
+extension SocketIOClients {
+    public func join(count: Int) -> Int {
+        guard phase == .messages || phase == .rampUp, count > 0 else { return 0 }
+        var joined = 0
+        for k in clients.indices where joined < count && clients[k].reconnect.parked {
+            let generation = clients[k].reconnect.joinForProfile()
+            userNames[k] = Array("\(plan.runTag)-user-\(plan.load.senderBase + plan.load.globalIndices[k])-\(generation)".utf8)
+            start(k)
+            joined += 1
+        }
+        return joined
+    }
+
+    public func leave(count: Int) -> Int {
+        guard phase == .messages, count > 0 else { return 0 }
+        var left = 0
+        for k in clients.indices.reversed() where left < count {
+            guard clients[k].phase == .connected, clients[k].pending.count == 0, let id = activeConnection(k),
+                  !loop.isReadingPaused(id) else { continue }
+            leave(k)
+            clients[k].session.endNow()
+            closeAllConnections(k)
+            clients[k].epoch &+= 1
+            clients[k].calls.stopChain()
+            setPhase(k, .idle)
+            clients[k].reconnect.parked = true
+            metrics.count(.rampedDown)
+            left += 1
+        }
+        return left
+    }
+}
