@@ -29,6 +29,8 @@ public final class PopulationClock: Sendable {
     public init(firstWave: Int, populations: Int, durationNs: UInt64) {
         state = Mutex(State(waiting: firstWave, active: populations))
         self.durationNs = durationNs
+        // Every population starts later: the phase begins now, with nobody to wait for.
+        if firstWave == 0 { state.withLock { begin(&$0) } }
     }
 
     /// When the message phase began (nil before).
