@@ -23,11 +23,7 @@ extension HubClients {
         for k in clients.indices.reversed() where left < count {
             guard clients[k].phase == .connected, clients[k].connections.mainState != .none, clients[k].calls.outstanding == 0, !sessions[k].isResuming,
                   !loop.isReadingPaused(clients[k].connections.main) else { continue }
-            leaveWithClose(k)
-            closeSide(k)
-            clients[k].epoch &+= 1  // its timers end here, and so does its send chain
-            clients[k].calls.stopChain()
-            setPhase(k, .idle)
+            leaveCleanly(k)
             clients[k].reconnect.parked = true
             metrics.count(.rampedDown)
             left += 1

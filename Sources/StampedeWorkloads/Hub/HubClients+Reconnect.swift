@@ -107,6 +107,17 @@ extension HubClients {
         }
     }
 
+    /// A connected client leaves as a user would (a Close message, then the transport), its
+    /// timers and send chain ended; it is idle after (churn starts it again as a new user with
+    /// a chain of its own, `clients.stages` parks it).
+    func leaveCleanly(_ k: Int) {
+        leaveWithClose(k)
+        closeSide(k)
+        clients[k].epoch &+= 1
+        clients[k].calls.stopChain()
+        setPhase(k, .idle)
+    }
+
     /// Churn: up to `count` connected clients with nothing in flight leave (a Close message,
     /// then the transport) and start again at once as new users. Returns how many left.
     @discardableResult
@@ -118,11 +129,7 @@ extension HubClients {
             k = k + 1 == clients.count ? 0 : k + 1
             guard clients[k].phase == .connected, clients[k].connections.mainState != .none, clients[k].calls.outstanding == 0, !sessions[k].isResuming,
                   !loop.isReadingPaused(clients[k].connections.main) else { continue }
-            leaveWithClose(k)
-            closeSide(k)
-            clients[k].epoch &+= 1  // the leaving user's timers end here…
-            clients[k].calls.stopChain()  // …and so does its send chain: the joiner starts its own
-            setPhase(k, .idle)
+            leaveCleanly(k)
             metrics.count(.churnLeft)
             let generation = clients[k].reconnect.leaveForChurn()
             userNames[k] = Array("\(plan.runTag)-user-\(plan.load.globalIndices[k])-\(generation)".utf8)

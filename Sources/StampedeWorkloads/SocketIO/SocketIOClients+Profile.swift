@@ -23,12 +23,7 @@ extension SocketIOClients {
         for k in clients.indices.reversed() where left < count {
             guard clients[k].phase == .connected, clients[k].pending.count == 0, let id = activeConnection(k),
                   !loop.isReadingPaused(id) else { continue }
-            leave(k)
-            clients[k].session.endNow()
-            closeAllConnections(k)
-            clients[k].epoch &+= 1
-            clients[k].calls.stopChain()
-            setPhase(k, .idle)
+            leaveCleanly(k)
             clients[k].reconnect.parked = true
             metrics.count(.rampedDown)
             left += 1

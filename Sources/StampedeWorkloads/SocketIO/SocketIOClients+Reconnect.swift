@@ -140,6 +140,17 @@ extension SocketIOClients {
         }
     }
 
+    /// A connected client leaves as a user would (DISCONNECT, then its transports), its timers
+    /// and send chain ended; it is idle after (churn starts it again, `clients.stages` parks it).
+    func leaveCleanly(_ k: Int) {
+        leave(k)
+        clients[k].session.endNow()
+        closeAllConnections(k)
+        clients[k].epoch &+= 1
+        clients[k].calls.stopChain()
+        setPhase(k, .idle)
+    }
+
     /// Churn: up to `count` connected clients with nothing in flight leave and start again at
     /// once as new users. Returns how many left.
     @discardableResult
@@ -151,12 +162,7 @@ extension SocketIOClients {
             k = k + 1 == clients.count ? 0 : k + 1
             guard clients[k].phase == .connected, clients[k].pending.count == 0, let id = activeConnection(k),
                   !loop.isReadingPaused(id) else { continue }
-            leave(k)
-            clients[k].session.endNow()
-            closeAllConnections(k)
-            clients[k].epoch &+= 1
-            clients[k].calls.stopChain()
-            setPhase(k, .idle)
+            leaveCleanly(k)
             metrics.count(.churnLeft)
             let generation = clients[k].reconnect.leaveForChurn()
             userNames[k] = Array("\(plan.runTag)-user-\(plan.load.globalIndices[k])-\(generation)".utf8)
