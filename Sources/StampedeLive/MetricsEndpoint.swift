@@ -43,7 +43,14 @@ public final class MetricsEndpoint: EventLoopHandler, @unchecked Sendable {
 
     struct Shared {
         var snapshot: LiveSnapshot
+        /// A run of several populations: the latest snapshot of each other series, by its key
+        /// (`update(_:series:)`); `snapshot` is the first series'.
+        var others: [String: LiveSnapshot] = [:]
+        var firstSeries: String? = nil
         var version: UInt64 = 0
+
+        /// Every series, the first first, the others by key.
+        var all: [LiveSnapshot] { [snapshot] + others.keys.sorted().compactMap { others[$0] } }
     }
     let shared: Mutex<Shared>
 
@@ -90,6 +97,16 @@ public final class MetricsEndpoint: EventLoopHandler, @unchecked Sendable {
     public func update(_ snapshot: LiveSnapshot) {
         shared.withLock {
             $0.snapshot = snapshot
+            $0.version &+= 1
+        }
+    }
+
+    /// Replaces one series of several (a population's): scrapes see every series' latest
+    /// snapshot, each with its own labels.
+    public func update(_ snapshot: LiveSnapshot, series: String) {
+        shared.withLock {
+            if $0.firstSeries == nil { $0.firstSeries = series }
+            if $0.firstSeries == series { $0.snapshot = snapshot } else { $0.others[series] = snapshot }
             $0.version &+= 1
         }
     }
@@ -183,12 +200,12 @@ public final class MetricsEndpoint: EventLoopHandler, @unchecked Sendable {
         guard client.method == .get || client.method == .head else {
             return reply(id, status: 405, reason: "Method Not Allowed", text: "use GET\n", close: close, allow: true)
         }
-        let (snapshot, version) = shared.withLock { ($0.snapshot, $0.version) }
+        let (snapshots, version) = shared.withLock { ($0.all, $0.version) }
         let body: [UInt8]
         if let c = cached, c.version == version, c.format == client.format {
             body = c.body
         } else {
-            body = Array(OpenMetricsText.render(snapshot, format: client.format).utf8)
+            body = Array(OpenMetricsText.render(snapshots, format: client.format).utf8)
             cached = (version, client.format, body)
         }
         write(id, status: 200, reason: "OK", contentType: client.format.contentType, body: body,

@@ -71,11 +71,28 @@ public enum OpenMetricsText {
 
     /// The exposition of `snapshot` in `format`.
     public static func render(_ snapshot: LiveSnapshot, format: ExpositionFormat = .openMetrics) -> String {
-        var common = "scenario=\"\(escape(snapshot.scenario))\",workload=\"\(escape(snapshot.workload))\""
-        for (name, value) in snapshot.labels.sorted(by: { $0.key < $1.key }) where isExtraLabelName(name) {
-            common += ",\(name)=\"\(escape(value))\""
+        render([snapshot], format: format)
+    }
+
+    /// Several snapshots in one exposition (a run of several populations: one each, told apart
+    /// by their labels): each family once, with every snapshot's samples.
+    public static func render(_ snapshots: [LiveSnapshot], format: ExpositionFormat = .openMetrics) -> String {
+        var w = Writer(format: format, labels: "")
+        for snapshot in snapshots {
+            var common = "scenario=\"\(escape(snapshot.scenario))\",workload=\"\(escape(snapshot.workload))\""
+            for (name, value) in snapshot.labels.sorted(by: { $0.key < $1.key }) where isExtraLabelName(name) {
+                common += ",\(name)=\"\(escape(value))\""
+            }
+            w.labels = common
+            write(snapshot, into: &w)
         }
-        var w = Writer(format: format, labels: common)
+        var out = w.text
+        if format == .openMetrics { out += "# EOF\n" }
+        return out
+    }
+
+    /// One snapshot's families and samples.
+    static func write(_ snapshot: LiveSnapshot, into w: inout Writer) {
         let t = snapshot.totals
 
         w.counter("stampede_messages_sent", "Messages sent by the clients.", t[.messagesSent])
@@ -125,8 +142,6 @@ public enum OpenMetricsText {
             w.sample(name + "_sum", value: number(h.latencyMean * Double(h.totalCount) / 1e6))
         }
         named(t, into: &w)
-        if format == .openMetrics { w.out += "# EOF\n" }
-        return w.out
     }
 
     // MARK: Text
@@ -167,20 +182,43 @@ public enum OpenMetricsText {
 
     struct Writer {
         let format: ExpositionFormat
-        /// `scenario="…",workload="…"`, put first in every sample's labels.
-        let labels: String
-        var out = ""
+        /// `scenario="…",workload="…"` (and any extra labels), put first in every sample's labels.
+        var labels: String
+        /// Each family's metadata lines and its samples, in the order the families first came:
+        /// the samples of several snapshots stay together under one family, as the format wants.
+        var families: [(header: String, samples: String)] = []
+        var familyIndex: [String: Int] = [:]
+        var current = 0
 
         init(format: ExpositionFormat, labels: String) {
             self.format = format
             self.labels = labels
-            out.reserveCapacity(16 * 1024)
+        }
+
+        /// The exposition so far (without `# EOF`).
+        var text: String {
+            var out = ""
+            out.reserveCapacity(families.reduce(0) { $0 + $1.header.utf8.count + $1.samples.utf8.count })
+            for f in families { out += f.header; out += f.samples }
+            return out
+        }
+
+        /// Appends to the current family's samples.
+        mutating func emit(_ text: String) {
+            if families.isEmpty { families.append(("", "")) }
+            families[current].samples += text
         }
 
         /// The metadata lines of a family. OpenMetrics names a counter family without its
         /// `_total` and has UNIT lines and statesets; the 0.0.4 format names the counter
         /// family as its samples and has neither (a stateset is a gauge there).
         mutating func family(_ name: String, _ type: FamilyType, help: String, unit: String? = nil) {
+            if let i = familyIndex[name] { current = i; return }
+            familyIndex[name] = families.count
+            current = families.count
+            families.append(("", ""))
+            var out = ""
+            defer { families[current].header = out }
             switch format {
             case .openMetrics:
                 out += "# TYPE \(name) \(type.rawValue)\n"
@@ -194,24 +232,26 @@ public enum OpenMetricsText {
         }
 
         mutating func sample(_ name: String, _ label: String? = nil, _ labelValue: String = "", value: String) {
-            out += name
+            var out = name
             out += "{"
             out += labels
             if let label { out += ",\(label)=\"\(OpenMetricsText.escape(labelValue))\"" }
             out += "} "
             out += value
             out += "\n"
+            emit(out)
         }
 
         /// A sample with several labels of its own after the common ones (values escaped here).
         mutating func sample(_ name: String, labels own: [(String, String)], value: String) {
-            out += name
+            var out = name
             out += "{"
             out += labels
             for (label, value) in own { out += ",\(label)=\"\(OpenMetricsText.escape(value))\"" }
             out += "} "
             out += value
             out += "\n"
+            emit(out)
         }
 
         mutating func sample(_ name: String, _ label: String, _ labelValue: String, value: UInt64) {

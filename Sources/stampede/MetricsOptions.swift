@@ -58,10 +58,13 @@ final class LiveMetrics: Sendable {
     let endpoint: MetricsEndpoint
     let scenarioName: String
     let workload: String
+    /// A run of several populations: each one's workload, by name.
+    let populationWorkloads: [String: String]
 
     init(address: SocketAddress, scenario: Scenario) throws {
         scenarioName = scenario.name
         workload = scenario.workload.rawValue
+        populationWorkloads = Dictionary(scenario.populations.map { ($0.name, $0.scenario.workload.rawValue) }, uniquingKeysWith: { a, _ in a })
         endpoint = try MetricsEndpoint(address: address, snapshot: LiveSnapshot(scenario: scenario.name, workload: workload))
     }
 
@@ -78,8 +81,16 @@ final class LiveMetrics: Sendable {
 
     /// An interval observer that updates the endpoint, `labels` on every sample.
     func observer(labels: [String: String]) -> @Sendable (IntervalReport) -> Void {
-        let (name, workload) = (scenarioName, workload)
-        return { [endpoint] report in endpoint.update(Self.snapshot(report, scenario: name, workload: workload, labels: labels)) }
+        let (name, workload, populationWorkloads) = (scenarioName, workload, populationWorkloads)
+        return { [endpoint] report in
+            // A run of several populations: a series each, labelled with its name.
+            guard let population = report.population else {
+                return endpoint.update(Self.snapshot(report, scenario: name, workload: workload, labels: labels))
+            }
+            var own = labels
+            own["population"] = population
+            endpoint.update(Self.snapshot(report, scenario: name, workload: populationWorkloads[population] ?? workload, labels: own), series: population)
+        }
     }
 
     static func snapshot(_ r: IntervalReport, scenario: String, workload: String, labels: [String: String]) -> LiveSnapshot {

@@ -58,6 +58,30 @@ import Testing
         #expect(text.hasSuffix("# EOF\n"))
     }
 
+    /// A run of several populations: one exposition, each family once, with every
+    /// population's samples under it, told apart by their `population` label.
+    @Test func severalSnapshotsRenderEachFamilyOnceWithEverySnapshotsSamples() throws {
+        var a = Self.fixtureSnapshot(), b = Self.fixtureSnapshot()
+        a.labels["population"] = "listeners"
+        b.labels["population"] = "publishers"
+        let text = OpenMetricsText.render([a, b])
+        #expect(text.hasSuffix("# EOF\n") && text.components(separatedBy: "# EOF").count == 2)
+        var seen: Set<String> = [], current = ""
+        for line in text.split(separator: "\n").map(String.init) {
+            if line.hasPrefix("# TYPE ") {
+                current = String(line.split(separator: " ")[2])
+                #expect(seen.insert(current).inserted, "family \(current) twice")
+            } else if !line.hasPrefix("#") {
+                #expect(line.hasPrefix(current), "\(line) outside its family \(current)")
+            }
+        }
+        let sent = text.split(separator: "\n").filter { $0.hasPrefix("stampede_messages_sent_total{") }
+        #expect(sent.count == 2)
+        #expect(sent.contains { $0.contains("population=\"listeners\"") } && sent.contains { $0.contains("population=\"publishers\"") })
+        // One snapshot alone renders as it always did.
+        #expect(OpenMetricsText.render([a]) == OpenMetricsText.render(a))
+    }
+
     @Test func aSnapshotRendersAsTheFixturePrometheusText() throws {
         let text = OpenMetricsText.render(Self.fixtureSnapshot(), format: .prometheusText)
         try expectFixture(text, "snapshot.prom")
