@@ -3,6 +3,16 @@ import Foundation
 import StampedeReport
 
 struct Compare: ParsableCommand {
+    /// The populations both folders hold (`populations/NAME/summary.json`), in name order.
+    static func sharedPopulations(_ a: URL, _ b: URL) -> [String] {
+        func names(_ folder: URL) -> Set<String> {
+            let dir = folder.appendingPathComponent("populations")
+            let entries = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
+            return Set(entries.filter { FileManager.default.fileExists(atPath: dir.appendingPathComponent("\($0)/summary.json").path) })
+        }
+        return names(a).intersection(names(b)).sorted()
+    }
+
     static let configuration = CommandConfiguration(abstract: "Compare two results folders: percentiles with their noise, effect sizes, a verdict per metric.", discussion: CompareCommandLine.help)
     @Argument(help: "The baseline results folder.") var baseline: String
     @Argument(help: "The current results folder.") var current: String
@@ -16,9 +26,22 @@ struct Compare: ParsableCommand {
         let o: CompareCommandLine.Options
         do { o = try CompareCommandLine.options(format: format, failOn: failOn, tolerance: tolerance, metrics: metrics, resamples: resamples) } catch { throw ValidationError(error.description) }
         do {
-            let report = try CompareReport.make(baseline: URL(fileURLWithPath: baseline), current: URL(fileURLWithPath: current), settings: o.settings, failOn: o.failOn)
+            let (a, b) = (URL(fileURLWithPath: baseline), URL(fileURLWithPath: current))
+            let report = try CompareReport.make(baseline: a, current: b, settings: o.settings, failOn: o.failOn)
             print(report.rendered(o.format), terminator: "")
-            if report.gateTripped { throw ExitCode(ExitStatus.gateTripped) }
+            var tripped = report.gateTripped
+            // Runs of several populations: each population both runs have, compared as runs of
+            // their own (table and markdown; json and junit compare the folders they are given).
+            if o.format == .table || o.format == .markdown {
+                for name in Self.sharedPopulations(a, b) {
+                    let p = try CompareReport.make(baseline: a.appendingPathComponent("populations/\(name)"),
+                                                   current: b.appendingPathComponent("populations/\(name)"), settings: o.settings, failOn: o.failOn)
+                    print(o.format == .markdown ? "\n### Population \(name)\n" : "\npopulation \(name)", terminator: "\n")
+                    print(p.rendered(o.format), terminator: "")
+                    tripped = tripped || p.gateTripped
+                }
+            }
+            if tripped { throw ExitCode(ExitStatus.gateTripped) }
         } catch let e as CompareError {
             FileHandle.standardError.write(Data("error: \(e)\n".utf8))
             throw ExitCode(ExitStatus.runFailed)

@@ -294,3 +294,31 @@ struct ClientProfileRunTests {
         #expect(o.summary.connections.peakOpen == 12)
     }
 }
+
+/// `stampede compare` of two runs of populations: the runs, then each population both have.
+@Suite(.serialized)
+struct PopulationCompareTests {
+    @Test func compareShowsTheRunAndThenEachPopulation() throws {
+        let s = try ScenarioLoader.parse(yaml: """
+            name: compare-populations
+            target: embedded
+            duration: 2s
+            populations:
+              - {name: listeners, workload: chat, clients: 10, message: {rate: 0}}
+              - {name: publishers, workload: chat, clients: 2, message: {rate: 10}}
+            """, file: "compare-populations.yaml")
+        let root = temporaryFolder("compare-populations")
+        var folders: [String] = []
+        for i in 0..<2 {
+            var options = RunOptions(loops: 1, resultsRoot: root, progress: .silent)
+            options.resultsFolderName = "run-\(i)"
+            folders.append(try #require(try PopulationRun(scenario: s, options: options).run().resultsFolder).path)
+        }
+        let r = try runProcess(stampedeBinary.path, ["compare"] + folders, timeout: 60)
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = r.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.contains("population listeners") && lines.contains("population publishers"), "\(r.stdout)")
+        let markdown = try runProcess(stampedeBinary.path, ["compare", "--format", "markdown"] + folders, timeout: 60)
+        #expect(markdown.stdout.contains("### Population publishers"))
+    }
+}
