@@ -52,8 +52,8 @@ extension SocketIOServerSession {
             case (.attached, .ping) where isProbe:
                 upgrade = .probed
                 // The held poll gets a noop: the polling client stops polling (engine.io's `check`).
-                // So does a GET that arrives later: the client polls on until it reads `3probe`
-                // (python-engineio queues the noop; engine.io re-checks every 100 ms).
+                // So does every GET that arrives later, until `5` (`poll`): the client polls on
+                // until it reads `3probe`, and a poll held then would hold the upgrade with it.
                 noopDue = true
                 return .sendProbeAnswer
             case (.probed, .upgrade) where data.isEmpty:

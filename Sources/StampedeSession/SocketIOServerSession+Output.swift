@@ -83,7 +83,7 @@ extension SocketIOServerSession {
     // MARK: Delivering
 
     /// A held poll should be answered now (`takePollPayload`).
-    public var pollAnswerDue: Bool { pollHeld && (noopDue || (transport == .polling && outboxPackets > 0)) }
+    public var pollAnswerDue: Bool { pollHeld && (noopDue || upgrade == .probed || (transport == .polling && outboxPackets > 0)) }
 
     /// Packets wait for the WebSocket (`drainWebSocket`).
     public var webSocketOutputDue: Bool { transport == .webSocket && outboxPackets > 0 }

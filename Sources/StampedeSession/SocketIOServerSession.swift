@@ -213,7 +213,10 @@ public struct SocketIOServerSession: Sendable {
             return .ended(end(.protocolError(.overlappingPoll)))
         }
         pollHeld = true
-        return hasOutput ? .answerNow : .hold
+        // Between `3probe` and `5` every GET is answered at once (a noop if nothing else): the
+        // client polls on until it has read `3probe`, then waits for its last poll to return
+        // before it sends `5` (engine.io answers with a noop every 100 ms for the same reason).
+        return hasOutput || upgrade == .probed ? .answerNow : .hold
     }
 
     /// The held poll's TCP connection went away: the transport is gone (engine.io closes the session).

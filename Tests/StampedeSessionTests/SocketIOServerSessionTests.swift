@@ -214,6 +214,22 @@ private func drained(_ s: inout SocketIOServerSession) -> [String] {
         #expect(Array("42[\"said\"]".utf8).withUnsafeBytes { s.sendText($0) } == .writeNow)
     }
 
+    /// The client may poll again before it reads `3probe` (two TCP connections, no order between
+    /// them); it then waits for that poll before it sends `5`, so that GET must not be held.
+    @Test func everyPollBetweenTheProbeAndTheUpgradeIsAnsweredAtOnce() {
+        var s = session()
+        #expect(s.poll(now: 1) == .hold)
+        #expect(attach(&s))
+        #expect(ws(&s, "2probe") == "probe")
+        #expect(payload(&s) == "6")
+        #expect(s.poll(now: 2) == .answerNow)
+        #expect(payload(&s) == "6")
+        #expect(s.poll(now: 3) == .answerNow)
+        #expect(payload(&s) == "6")
+        #expect(ws(&s, "5") == "upgraded")
+        #expect(s.transport == .webSocket)
+    }
+
     @Test func aFailedUpgradeLeavesThePollingSessionGoing() {
         var s = session()
         #expect(attach(&s))
