@@ -76,9 +76,14 @@ final class RemoteClientGroup: ClientGroup {
     }
     func watch(index: Int, atNs: UInt64) { command(.watch(index: index, atNs: there(atNs))) }
     func churn(count: Int) { command(.churn(count: count)) }
-    /// Workers do not run `clients.stages` (RunPlan refuses it with workers).
-    func join(count: Int) -> Int { 0 }
-    func leave(count: Int) -> Int { 0 }
+    func join(count: Int) -> Int {
+        if case .moved(let n) = request(.join(count: count)) { return n }
+        return 0
+    }
+    func leave(count: Int) -> Int {
+        if case .moved(let n) = request(.leave(count: count)) { return n }
+        return 0
+    }
     func beginDrain() { command(.beginDrain) }
     func closeAll(lostReason: LossReason) { command(.closeAll(lostReason: lostReason)) }
 

@@ -12,10 +12,21 @@ extension RunEngine {
         guard now >= t0 else { return }
         let wanted = min(profile.clients(atSeconds: seconds(now - t0)), scenario.clients)
         if wanted > profileClients {
-            profileClients += groups.reduce(0) { n, g in n + (n + profileClients < wanted ? g.join(count: wanted - profileClients - n) : 0) }
+            profileClients += shareOut(wanted - profileClients) { g, n in g.join(count: n) }
         } else if wanted < profileClients {
-            profileClients -= groups.reduce(0) { n, g in n + (profileClients - n > wanted ? g.leave(count: profileClients - n - wanted) : 0) }
+            profileClients -= shareOut(profileClients - wanted) { g, n in g.leave(count: n) }
         }
+    }
+
+    /// Asks the groups (this process's loops, or each worker) for even shares of `count`, then
+    /// the ones with clients to spare for what is left; returns how many moved.
+    func shareOut(_ count: Int, _ move: (any ClientGroup, Int) -> Int) -> Int {
+        var done = 0
+        for (j, g) in groups.enumerated() where done < count {
+            done += move(g, (count - done + (groups.count - j) - 1) / (groups.count - j))
+        }
+        for g in groups where done < count { done += move(g, count - done) }
+        return done
     }
 
     /// With a client profile the clients due each message change as it goes: an interval's

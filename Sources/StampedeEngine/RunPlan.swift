@@ -78,8 +78,6 @@ public struct RunPlan: Sendable, Equatable {
             problem = "--processes \(n): each worker process would need about \(each) file descriptors but a process may open \(openFilesLimit); use more processes"
         } else if openFilesLimit > 0 && needed > openFilesLimit {
             problem = "\(s.clients) clients need about \(needed) file descriptors \(embedded ? "(the embedded target holds the other end of every connection) " : "")but this process may open \(openFilesLimit). Use fewer clients, run the target in its own process (stampede serve), or split the load over worker processes (--processes N)."
-        } else if s.clientProfile != nil, fleet != nil {
-            problem = "clients.stages runs in one process for now, but \(s.clients) clients need worker processes here: use fewer clients"
         } else if targetProcesses > 1, let why = WorkloadKinds.kind(of: s.workload).crossProcessProblem(s) {
             problem = "\(s.clients) clients need an embedded target of \(targetProcesses) server processes (stampede serve --processes \(targetProcesses)), but \(why). Use at most \(Self.singleProcessClients(openFilesLimit: openFilesLimit, descriptorsPerClient: descriptorsPerClient)) clients, or your own target."
         } else {

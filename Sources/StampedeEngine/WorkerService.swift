@@ -90,6 +90,8 @@ public enum WorkerService {
             g.storm(index: index, atNs: at, fraction: fraction, mode: StormMode(rawValue: mode) ?? .reset, stallNs: stall)
         case .watch(let index, let at): g.watch(index: index, atNs: at)
         case .churn(let n): g.churn(count: n)
+        case .join(let n): reply(.moved(g.join(count: n)))
+        case .leave(let n): reply(.moved(g.leave(count: n)))
         case .beginDrain: g.beginDrain()
         case .closeAll(let reason): g.closeAll(lostReason: reason)
         case .stateRequest: reply(.state(g.state()))

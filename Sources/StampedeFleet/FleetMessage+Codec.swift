@@ -37,6 +37,8 @@ extension FleetMessage {
         case .liveRequest: w.u8(14)
         case .stormsRequest: w.u8(15)
         case .finish: w.u8(16)
+        case .join(let n): w.u8(17); w.i64(Int64(n))
+        case .leave(let n): w.u8(18); w.i64(Int64(n))
         case .helloReply(let h):
             w.u8(64); w.u32(h.version); w.i64(Int64(h.index)); w.i64(Int64(h.count)); w.i64(Int64(h.pid))
             w.string(h.hostname); w.string(h.bootID)
@@ -55,6 +57,7 @@ extension FleetMessage {
         case .live(let n): w.u8(70); w.i64(Int64(n))
         case .storms(let shards): w.u8(71); w.u32(UInt32(shards.count)); for s in shards { w.storm(s) }
         case .bye: w.u8(72)
+        case .moved(let n): w.u8(73); w.i64(Int64(n))
         }
     }
 
@@ -98,6 +101,8 @@ extension FleetMessage {
         case 14: m = .liveRequest
         case 15: m = .stormsRequest
         case 16: m = .finish
+        case 17: m = .join(count: try r.int())
+        case 18: m = .leave(count: try r.int())
         case 64:
             m = .helloReply(WorkerHello(version: try r.u32(), index: try r.int(), count: try r.int(), pid: try r.int(),
                                         hostname: try r.string(), bootID: try r.string()))
@@ -115,6 +120,7 @@ extension FleetMessage {
             i.timerLagNs = try r.u64(); i.loopCPUNs = try r.u64(); i.processCPUNs = try r.u64(); i.residentBytes = try r.u64()
             m = .interval(i)
         case 70: m = .live(try r.int())
+        case 73: m = .moved(try r.int())
         case 71:
             let n = Int(try r.u32())
             guard n <= 10_000 else { throw .malformed("\(n) storms") }

@@ -17,6 +17,9 @@ public enum FleetMessage: Sendable {
     case storm(index: Int, atNs: UInt64, fraction: Double, mode: String, stallNs: UInt64)
     case watch(index: Int, atNs: UInt64)
     case churn(count: Int)
+    /// `clients.stages`: up to `count` clients join, or leave; answered with `moved`.
+    case join(count: Int)
+    case leave(count: Int)
     case beginDrain
     case closeAll(lostReason: LossReason)
     case stateRequest
@@ -37,10 +40,13 @@ public enum FleetMessage: Sendable {
     case interval(GroupInterval)
     case live(Int)
     case storms([StormShard])
+    /// How many clients a `join` or `leave` moved.
+    case moved(Int)
     case bye
 
     /// Raised when either side changes a frame's layout.
-    /// 2: a plan names its population (`WorkerPlan.population`).
+    /// 2: a plan names its population (`WorkerPlan.population`); `join`, `leave` and `moved`
+    /// (`clients.stages`).
     public static let version: UInt32 = 2
     /// No frame is longer (a full interval of 17 histograms is a few hundred KiB at most).
     public static let maxFrameBytes = 64 << 20

@@ -196,6 +196,7 @@ struct PopulationWorkerTests {
               - {name: listeners, workload: chat, clients: 40, message: {rate: 0}}
               - {name: publishers, workload: chat, clients: 4, start: 1s, message: {rate: 20}}
               - {name: pollers, workload: rest, clients: 6, rest: {interval: 1s, resources: [/items]}}
+              - {name: viewers, workload: chat, message: {rate: 0}, clients: {start: 2, stages: [{duration: 1s, target: 8}, {duration: 1s, target: 2}]}}
             """.write(to: file, atomically: true, encoding: .utf8)
         let r = try runProcess(stampedeBinary.path, ["run", file.path, "--processes", "2", "--plain", "--results", folder.appendingPathComponent("results").path],
                                timeout: 120)
@@ -203,9 +204,9 @@ struct PopulationWorkerTests {
         let line = try #require(r.stdout.split(separator: "\n").last { $0.hasPrefix("results: ") })
         let results = URL(fileURLWithPath: String(line.dropFirst("results: ".count)))
         let summary = try RunSummary.decode(from: Data(contentsOf: results.appendingPathComponent("summary.json")))
-        #expect(summary.populations?.map(\.name) == ["listeners", "publishers", "pollers"])
+        #expect(summary.populations?.map(\.name) == ["listeners", "publishers", "pollers", "viewers"])
         var each: [String: RunSummary] = [:]
-        for name in ["listeners", "publishers", "pollers"] {
+        for name in ["listeners", "publishers", "pollers", "viewers"] {
             let s = try RunSummary.decode(from: Data(contentsOf: results.appendingPathComponent("populations/\(name)/summary.json")))
             #expect(s.workers?.count == 2, "\(name)")
             #expect(s.messages.accountingClosed && s.messages.lost == 0 && s.errorsTotal == 0, "\(name): \(s.messages)")
@@ -215,6 +216,8 @@ struct PopulationWorkerTests {
         #expect(sent > 0)
         #expect(each["listeners"]?.messages.fanoutReceived == sent * 40 && each["listeners"]?.messages.fanoutExpected == sent * 40)
         #expect(each["pollers"].map { $0.messages.sent > 0 } == true)
+        // The viewers' profile, followed across their two workers: 2 → 8 → 2.
+        #expect(each["viewers"]?.counters["ramped_up"] == 6 && each["viewers"]?.counters["ramped_down"] == 6, "\(each["viewers"]?.counters ?? [:])")
         #expect(summary.messages.sent == sent + (each["pollers"]?.messages.sent ?? 0))
     }
 }

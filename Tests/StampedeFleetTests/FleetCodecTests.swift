@@ -80,12 +80,16 @@ import Testing
         #expect(back[0].attemptsPerBucket == storm.attemptsPerBucket && back[0].successesPerBucket == storm.successesPerBucket)
         #expect(back[0].recovery == storm.recovery && back[0].attempts == storm.attempts)
 
-        let plan = WorkerPlan(scenarioYAML: "name: x\n", scenarioFile: "s.yaml", overrides: [["--clients", "clients", "5"]], shardIndex: 2,
+        var plan = WorkerPlan(scenarioYAML: "name: x\n", scenarioFile: "s.yaml", overrides: [["--clients", "clients", "5"]], shardIndex: 2,
                               shardCount: 4, loops: 1, embeddedPort: 8080, embeddedCertificatePEM: "PEM", clockOffsetNs: -12345)
+        plan.population = "publishers"
         guard case .plan(let p) = try roundTrip(.plan(plan)) else { Issue.record("not a plan"); return }
         #expect(p == plan)
         guard case .helloReply(let h) = try roundTrip(.helloReply(WorkerHello(version: 1, index: -1, count: 4, pid: 77, hostname: "h", bootID: "b"))) else { return }
         #expect(h == WorkerHello(version: 1, index: -1, count: 4, pid: 77, hostname: "h", bootID: "b"))
+        guard case .join(let j) = try roundTrip(.join(count: 12)), case .leave(let l) = try roundTrip(.leave(count: 3)),
+              case .moved(let m) = try roundTrip(.moved(7)) else { Issue.record("not join, leave, moved"); return }
+        #expect(j == 12 && l == 3 && m == 7)
     }
 
     @Test func garbageIsAnErrorNeverATrap() throws {
