@@ -297,10 +297,11 @@ struct ClientProfileRunTests {
     }
 }
 
-/// `stampede compare` of two runs of populations: the runs, then each population both have.
+/// `stampede compare` of two runs of populations: the runs, then each population both have;
+/// `stampede merge` of them: the runs, and each population on its own, exactly.
 @Suite(.serialized)
 struct PopulationCompareTests {
-    @Test func compareShowsTheRunAndThenEachPopulation() throws {
+    @Test func compareShowsTheRunAndThenEachPopulationAndMergeKeepsThemApart() throws {
         let s = try ScenarioLoader.parse(yaml: """
             name: compare-populations
             target: embedded
@@ -322,5 +323,16 @@ struct PopulationCompareTests {
         #expect(lines.contains("population listeners") && lines.contains("population publishers"), "\(r.stdout)")
         let markdown = try runProcess(stampedeBinary.path, ["compare", "--format", "markdown"] + folders, timeout: 60)
         #expect(markdown.stdout.contains("### Population publishers"))
+
+        let out = root.appendingPathComponent("merged")
+        let merge = try runProcess(stampedeBinary.path, ["merge"] + folders + ["-o", out.path], timeout: 60)
+        #expect(merge.status == 0, "\(merge.stderr)")
+        let inputs = try folders.map { try RunSummary.decode(from: Data(contentsOf: URL(fileURLWithPath: $0).appendingPathComponent("populations/publishers/summary.json"))) }
+        let publishers = try RunSummary.decode(from: Data(contentsOf: out.appendingPathComponent("populations/publishers/summary.json")))
+        #expect(publishers.messages.sent == inputs.reduce(0) { $0 + $1.messages.sent })
+        #expect(publishers.latencyMicros["round_trip"]?.count == inputs.reduce(0) { $0 + ($1.latencyMicros["round_trip"]?.count ?? 0) })
+        let run = try RunSummary.decode(from: Data(contentsOf: out.appendingPathComponent("summary.json")))
+        #expect(run.populations?.map(\.name) == ["listeners", "publishers"])
+        #expect(run.populations?.first { $0.name == "publishers" }?.messagesSent == publishers.messages.sent)
     }
 }
