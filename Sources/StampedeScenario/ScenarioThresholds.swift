@@ -148,6 +148,7 @@ public enum ThresholdMetricKind: Sendable, Equatable {
         "sent_long_polling", "churn_left", "churn_joined", "not_modified", "changed", "unprocessed", "clients_stopped",
         "redirects_followed", "rate_limit_headers_seen", "retry_after_seen", "tls_handshakes", "tls_resumed",
         "unrecognised_frames", "flow_ignored", "flow_responded", "upgraded", "upgrades_failed", "acks_received",
+        "ramped_up", "ramped_down",
     ]
     static let stormKeys = ["p50", "p99", "p100"]
     static let messageKeys = ["lost", "failed", "delivered"]

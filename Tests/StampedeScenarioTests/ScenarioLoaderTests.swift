@@ -233,7 +233,8 @@ func everyRequiredFieldIsRequired(field: String) throws {
     ("clients: \"100\"", "clients", "expected an integer from 1 to 1000000, got '100'"),
     ("clients:", "clients", "expected an integer from 1 to 1000000, got nothing"),
     ("clients: [1, 2]", "clients", "expected an integer from 1 to 1000000, got a list"),
-    ("clients: {a: 1}", "clients", "expected an integer from 1 to 1000000, got a mapping"),
+    // A mapping is a profile of connected clients (`clients: {start, stages}`).
+    ("clients: {a: 1}", "clients.a", "unknown field 'a' (known fields: start, stages)"),
     ("connect_rate: 0", "connect_rate", "expected a number ≥ 0.001, got '0'"),
     ("connect_rate: .nan", "connect_rate", "expected a number ≥ 0.001, got '.nan'"),
     ("connect_rate: 1e9", "connect_rate", "expected a number ≥ 0.001 and ≤ 1000000, got '1e9'"),
