@@ -165,10 +165,12 @@ public final class PopulationRun {
             var merged = try ResultsMerge.combine(written, output: folder)
             merged.summary.scenario.name = scenario.name
             // One process ran them all: each population's process-wide figures are the same
-            // process's, so the run's are the process's own, not their sum (as a merge of
-            // separate processes would have it). The client loops were each population's own.
+            // process's, so the run's are the process's own (and its populations' workers'),
+            // not their sum as a merge of separate processes would have it. The client loops
+            // were each population's own.
             let each = ran.map(\.outcome.summary.generator)
-            merged.summary.generator.processCPUSeconds = ThresholdEvaluator.rounded(Double(cs_process_cpu_ns() - cpuAtStart) / 1e9)
+            merged.summary.generator.processCPUSeconds = ThresholdEvaluator.rounded(Double(cs_process_cpu_ns() - cpuAtStart) / 1e9
+                                                                                    + ran.reduce(0) { $0 + $1.outcome.workerCPUSeconds })
             merged.summary.generator.peakCPUPercent = each.compactMap(\.peakCPUPercent).max()
             merged.summary.generator.rssBeforeConnectBytes = each.map(\.rssBeforeConnectBytes).max() ?? 0
             merged.summary.generator.rssConnectedBytes = each.map(\.rssConnectedBytes).max() ?? 0

@@ -71,6 +71,9 @@ public struct RunOutcome: Sendable {
     /// `RunExitStatus`: 0 passed, 1 the run failed (target unreachable, nothing connected), 99 a
     /// threshold failed, 98 the generator was saturated (with thresholds), 130 interrupted.
     public var exitCode: Int32
+    /// CPU of the run's worker processes (0 in one process), seconds; `generator.process_cpu_s`
+    /// counts it with this process's.
+    public var workerCPUSeconds: Double = 0
 }
 
 /// A run that could not start (bad environment, not a bad scenario: the loader checks those).
@@ -316,9 +319,11 @@ public final class RunEngine {
         record.thresholds = thresholdResults(storms: ResultsWriter.summary(of: record).storms)
         record.workers = workerRecords()
         let stoppedByThreshold = partialReason != nil && partialReason == thresholdBook.abortReason
+        let workerCPUSeconds = Double(gauges.workerProcessCPUNs.values.reduce(0, +)) / 1e9
         var outcome = RunOutcome(record: record, summary: ResultsWriter.summary(of: record), resultsFolder: nil, writeError: nil,
                                  exitCode: Self.exitCode(failed: fatal != nil || fleetFailure != nil, interrupted: partialReason != nil && !stoppedByThreshold,
                                                          thresholds: record.thresholds, saturated: saturated))
+        outcome.workerCPUSeconds = workerCPUSeconds
         // One population of several: the run (PopulationRun) writes it, once it knows the fan-out it was due.
         guard options.population == nil else { return outcome }
         do {
