@@ -81,27 +81,15 @@ final class LocalClientGroup: ClientGroup {
         churnRotation += 1
     }
 
-    func join(count: Int) -> Int { shareOut(count) { w, n in w.join(count: n) } }
-    func leave(count: Int) -> Int { shareOut(count) { w, n in w.leave(count: n) } }
+    func join(count: Int) -> Int { onLoops(count) { w, n in w.join(count: n) } }
+    func leave(count: Int) -> Int { onLoops(count) { w, n in w.leave(count: n) } }
 
-    /// Asks the loops in turn (from a rotating first one) for what is left of `count`, each for
-    /// an even share of it, until it is done or every loop has been asked.
-    func shareOut(_ count: Int, _ body: @escaping @Sendable (any LoopWorkload, Int) -> Int) -> Int {
-        var done = 0
-        let n = workloads.count
-        for j in 0..<n where done < count {
-            let i = (j + churnRotation) % n
-            let share = (count - done + (n - j) - 1) / (n - j)
-            done += loops[i].submitAndWait { [w = workloads[i]] _ in body(w, share) }
+    /// `shareOut` over this group's loops, from a rotating first one.
+    func onLoops(_ count: Int, _ body: @escaping @Sendable (any LoopWorkload, Int) -> Int) -> Int {
+        defer { churnRotation += 1 }
+        return shareOut(count, over: workloads.count, rotation: churnRotation) { i, share in
+            loops[i].submitAndWait { [w = workloads[i]] _ in body(w, share) }
         }
-        churnRotation += 1
-        // A loop short of clients leaves the rest to the others: one more pass.
-        for j in 0..<n where done < count {
-            let i = (j + churnRotation) % n
-            let rest = count - done
-            done += loops[i].submitAndWait { [w = workloads[i]] _ in body(w, rest) }
-        }
-        return done
     }
 
     func state() -> GroupState {
@@ -175,6 +163,18 @@ final class LocalClientGroup: ClientGroup {
 /// `g % count == index`, as `LocalClientGroup.start` deals them).
 func shardClients(_ total: Int, index: Int, count: Int) -> Int {
     count > 0 && index < total ? (total - index + count - 1) / count : 0
+}
+
+/// Asks `n` parts in turn (from `rotation` on) to move an even share of what is left of
+/// `count`, then, for what parts short of clients could not move, each the whole rest; returns
+/// how many moved (`clients.stages` joins and leaves, over loops or over workers).
+func shareOut(_ count: Int, over n: Int, rotation: Int = 0, _ move: (_ part: Int, _ share: Int) -> Int) -> Int {
+    var done = 0
+    for j in 0..<n where done < count {
+        done += move((j + rotation) % n, (count - done + (n - j) - 1) / (n - j))
+    }
+    for j in 0..<n where done < count { done += move((j + rotation) % n, count - done) }
+    return done
 }
 
 /// `count` dealt over `n` parts as evenly as can be, the remainder going to the parts from

@@ -98,7 +98,6 @@ public struct PopulationRole: @unchecked Sendable {
 struct SharedTarget {
     /// Where it listens.
     var address: SocketAddress
-    var port: Int
     /// In this process: the server and its loop (for the scenario's server faults).
     var server: (any FaultTarget)?
     var serverLoop: EventLoop?

@@ -66,7 +66,7 @@ public final class PopulationRun {
             }
             let endpoint = try holder.startTarget()
             guard let address = endpoint.firstAddress else { throw RunSetupError("the embedded \(p.scenario.workload.rawValue) target has no address") }
-            shared[key] = SharedTarget(address: address, port: Int(address.port), server: holder.embeddedServer, serverLoop: holder.serverLoop,
+            shared[key] = SharedTarget(address: address, server: holder.embeddedServer, serverLoop: holder.serverLoop,
                                        childAdmin: holder.childAdmin, certificatePEM: holder.embeddedCertificatePEM)
         }
 

@@ -11,22 +11,12 @@ extension RunEngine {
         let now = EventLoop.now()
         guard now >= t0 else { return }
         let wanted = min(profile.clients(atSeconds: seconds(now - t0)), scenario.clients)
+        // Shared out over the groups (this process's loops, or each worker).
         if wanted > profileClients {
-            profileClients += shareOut(wanted - profileClients) { g, n in g.join(count: n) }
+            profileClients += shareOut(wanted - profileClients, over: groups.count) { i, n in groups[i].join(count: n) }
         } else if wanted < profileClients {
-            profileClients -= shareOut(profileClients - wanted) { g, n in g.leave(count: n) }
+            profileClients -= shareOut(profileClients - wanted, over: groups.count) { i, n in groups[i].leave(count: n) }
         }
-    }
-
-    /// Asks the groups (this process's loops, or each worker) for even shares of `count`, then
-    /// the ones with clients to spare for what is left; returns how many moved.
-    func shareOut(_ count: Int, _ move: (any ClientGroup, Int) -> Int) -> Int {
-        var done = 0
-        for (j, g) in groups.enumerated() where done < count {
-            done += move(g, (count - done + (groups.count - j) - 1) / (groups.count - j))
-        }
-        for g in groups where done < count { done += move(g, count - done) }
-        return done
     }
 
     /// With a client profile the clients due each message change as it goes: an interval's

@@ -20,7 +20,7 @@ extension RunEngine {
             embeddedServer = shared.server
             childAdmin = shared.childAdmin
             embeddedCertificatePEM = shared.certificatePEM
-            return kind.embeddedEndpoint(scenario, address: shared.address, port: shared.port)
+            return kind.embeddedEndpoint(scenario, address: shared.address, port: Int(shared.address.port))
         }
         if targetInChildProcess {
             let (address, port) = try startChildTarget()

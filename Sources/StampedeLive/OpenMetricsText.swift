@@ -203,10 +203,16 @@ public enum OpenMetricsText {
             return out
         }
 
-        /// Appends to the current family's samples.
-        mutating func emit(_ text: String) {
+        /// Appends one sample line to the current family: `name{labels,own} value`.
+        mutating func emit(_ name: String, own: (inout String) -> Void, value: String) {
             if families.isEmpty { families.append(("", "")) }
-            families[current].samples += text
+            families[current].samples += name
+            families[current].samples += "{"
+            families[current].samples += labels
+            own(&families[current].samples)
+            families[current].samples += "} "
+            families[current].samples += value
+            families[current].samples += "\n"
         }
 
         /// The metadata lines of a family. OpenMetrics names a counter family without its
@@ -232,26 +238,12 @@ public enum OpenMetricsText {
         }
 
         mutating func sample(_ name: String, _ label: String? = nil, _ labelValue: String = "", value: String) {
-            var out = name
-            out += "{"
-            out += labels
-            if let label { out += ",\(label)=\"\(OpenMetricsText.escape(labelValue))\"" }
-            out += "} "
-            out += value
-            out += "\n"
-            emit(out)
+            emit(name, own: { out in if let label { out += ",\(label)=\"\(OpenMetricsText.escape(labelValue))\"" } }, value: value)
         }
 
         /// A sample with several labels of its own after the common ones (values escaped here).
         mutating func sample(_ name: String, labels own: [(String, String)], value: String) {
-            var out = name
-            out += "{"
-            out += labels
-            for (label, value) in own { out += ",\(label)=\"\(OpenMetricsText.escape(value))\"" }
-            out += "} "
-            out += value
-            out += "\n"
-            emit(out)
+            emit(name, own: { out in for (label, v) in own { out += ",\(label)=\"\(OpenMetricsText.escape(v))\"" } }, value: value)
         }
 
         mutating func sample(_ name: String, _ label: String, _ labelValue: String, value: UInt64) {
