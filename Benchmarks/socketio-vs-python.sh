@@ -3,7 +3,9 @@
 # (AsyncServer on aiohttp, Tests/peers/socketio_server.py, restarted for each generator):
 #   - Stampede (`workload: socketio`),
 #   - python-socketio AsyncClients (Tests/peers/socketio_clients.py),
-#   - Locust's SocketIOUser (Tests/peers/locust_socketio.py).
+#   - Locust's SocketIOUser (Tests/peers/locust_socketio.py),
+#   - the floor: Benchmarks/floor/socketio_floor_client.c (C, epoll, one thread, no parsing beyond
+#     frame lengths and a packet's first bytes), so the figures say what any client pays here.
 # Each generator: CLIENTS clients over WebSocket join room-{client % (CLIENTS/2)} (rooms of two),
 # then together emit RATE `say` events per second with ack for SECONDS; the server sends `said` to
 # both clients of the room. Reported per generator: clients connected, acks, generator CPU per
@@ -11,6 +13,8 @@
 # idle − RSS before any) / clients), ack latency p50/p99. Everything on 127.0.0.1, bounded in time.
 # Usage: Benchmarks/socketio-vs-python.sh [CLIENTS] [RATE] [SECONDS]
 #   SKIP_STAMPEDE=1: the Python generators only (no Swift build); B=path/to/stampede: that binary, no build.
+#   LOOPS=K: Stampede with --loops K (default: its own choice; 1 is one thread, as each Python
+#   generator and the floor are). SKIP_FLOOR=1: no C floor (it needs gcc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -74,7 +78,8 @@ socketio:
   receive: {event: said, stamp: "\$[0].text"}
 YAML
   # Bounded: connects at 500/s, the message phase, the drain, and a margin.
-  timeout -k 10 -s INT $(( N / 500 + SECS + 60 )) "$B" run "$OUT/sio.yaml" --quiet --results "$OUT" > "$OUT/st.txt" 2>&1 || true
+  LOOPFLAG=${LOOPS:+--loops $LOOPS}
+  timeout -k 10 -s INT $(( N / 500 + SECS + 60 )) "$B" run "$OUT/sio.yaml" $LOOPFLAG --quiet --results "$OUT" > "$OUT/st.txt" 2>&1 || true
   S="$( (grep '^results: ' "$OUT/st.txt" || true) | tail -1 | cut -d' ' -f2-)/summary.json"
   if [ -f "$S" ]; then
     python3 - "$S" "$N" <<'PY'
@@ -99,7 +104,7 @@ PY
   # as the Python rows measure themselves.
   start_server
   sed -e "s/^message: .*/message: {rate: 0}/" -e "s|^target: .*|target: http://127.0.0.1:$PORT|" "$OUT/sio.yaml" > "$OUT/sio-idle.yaml"
-  timeout -k 10 -s INT $(( N / 500 + SECS + 60 )) "$B" run "$OUT/sio-idle.yaml" --quiet --results "$OUT/idle" > "$OUT/st-idle.txt" 2>&1 || true
+  timeout -k 10 -s INT $(( N / 500 + SECS + 60 )) "$B" run "$OUT/sio-idle.yaml" $LOOPFLAG --quiet --results "$OUT/idle" > "$OUT/st-idle.txt" 2>&1 || true
   I="$( (grep '^results: ' "$OUT/st-idle.txt" || true) | tail -1 | cut -d' ' -f2-)/summary.json"
   if [ -f "$S" ] && [ -f "$I" ]; then
     python3 - "$S" "$I" "$N" <<'PY'
@@ -113,6 +118,20 @@ print(f"{'stampede (emit window: − idle run)':34} {idle['connections']['connec
 PY
   fi
   stop_server stampede-idle
+fi
+
+# --- the C floor -------------------------------------------------------------------------------
+if [ -z "${SKIP_FLOOR:-}" ]; then
+  gcc -O2 -o "$OUT/floor" Benchmarks/floor/socketio_floor_client.c
+  start_server
+  timeout -k 5 $(( N / 100 + SECS + 30 )) "$OUT/floor" "$PORT" "$N" "$RATE" "$SECS" > "$OUT/floor.json" 2> "$OUT/floor.err" || true
+  python3 - "$OUT/floor.json" "$N" <<'PY' || echo "floor: $(tail -2 "$OUT/floor.err" | tr '\n' ' ')"
+import json, sys
+d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); n = int(sys.argv[2])
+ok = "" if d["acks"] == d["emits"] else f" ({d['emits'] - d['acks']} unacked)"
+print(f"{'C floor (emit window)' + ok:34} {n:>9} {d['acks']:>8} {d['cpu_us_per_ack']:>12.0f} {'-':>14} {'-':>9} {'-':>9}")
+PY
+  stop_server floor
 fi
 
 # --- python-socketio AsyncClients --------------------------------------------------------------
@@ -153,6 +172,6 @@ stop_server locust
 
 echo "(python rows: CPU of the emit window only, connects excluded; stampede: the whole process, connects included;"
 echo " p50/p99: stampede and AsyncClient from the intended send time, Locust from the call)"
-for g in stampede asyncclient locust; do
+for g in stampede floor asyncclient locust; do
   [ -f "$OUT/server-$g.json" ] && echo "server after $g: cpu $(cat "$OUT/server-cpu-$g" 2>/dev/null) s, counts $(cat "$OUT/server-$g.json")"
 done
