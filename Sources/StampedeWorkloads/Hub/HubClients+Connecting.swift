@@ -8,6 +8,13 @@ import StampedeScenario
 import StampedeSession
 import StampedeWire
 
+/// What hears a redirect host's resolution on the loop (`HubClients`, whatever its codec).
+protocol RedirectResolutionHandler: AnyObject {
+    func redirectResolved(_ k: Int, epoch: UInt32, _ answer: HubRedirectResolver.Answer)
+}
+
+extension HubClients: RedirectResolutionHandler {}
+
 extension HubClients {
     // MARK: Connecting
 
@@ -199,9 +206,11 @@ extension HubClients {
             // The target's own name, resolved before the run.
             follow(k, at: homes[k % homes.count].address.with(port: port))
         } else if let resolver = plan.redirectResolver {
+            // The answer comes back as a task of this loop, which finds these clients as its
+            // handler (a closure over the generic `self` would capture the codec's type).
             let epoch = clients[k].epoch, loop = loop
-            let deliver: @Sendable (HubRedirectResolver.Answer) -> Void = { [self] answer in
-                loop.execute { _ in self.redirectResolved(k, epoch: epoch, answer) }
+            let deliver: @Sendable (HubRedirectResolver.Answer) -> Void = { answer in
+                loop.execute { loop in (loop.handler as? any RedirectResolutionHandler)?.redirectResolved(k, epoch: epoch, answer) }
             }
             // Unknown yet: the client stays negotiating (its handshake timeout still runs).
             if let answer = resolver.lookUp(next.host.lowercased(), deliver: deliver) { redirectResolved(k, epoch: epoch, answer) }
