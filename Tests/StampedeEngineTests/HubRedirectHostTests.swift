@@ -3,6 +3,7 @@ import StampedeEngine
 import StampedeLoop
 import StampedeReport
 import StampedeScenario
+import StampedeServers
 import StampedeWorkloads
 import Synchronization
 import Testing
@@ -69,6 +70,27 @@ struct HubRedirectHostTests {
         try Self.expectNoSecrets(in: try #require(o.resultsFolder), [Self.appToken, "token-two", "token-three"])
     }
 
+    /// `serve --hub --token`: a negotiate without the bearer is refused with 401, counted as
+    /// `http_status`; with it, clients connect.
+    @Test func aHubThatRequiresATokenRefusesANegotiateWithoutIt() throws {
+        let hubLoop = try EventLoop(index: 0)
+        var configuration = HubServer.Configuration()
+        configuration.token = Self.serviceToken
+        let hub = try HubServer(loop: hubLoop, address: .ipv4(0x7F00_0001, port: 0), configuration: configuration)
+        hubLoop.start()
+        defer { hubLoop.stop(); hubLoop.join() }
+        var s = hubScenario("hub-token", target: .http(url: WebSocketURL(host: "127.0.0.1", port: Int(hub.port), path: "/hub")),
+                            transport: .webSockets, protocolKind: .json, clients: 2, duration: 0.5, operation: .none,
+                            method: "Echo", arguments: [])
+        let refused = try run(s)
+        #expect(refused.summary.errors["http_status"] == 2 && refused.summary.connections.connected == 0)
+        #expect(hub.statisticsSnapshot().negotiatesUnauthorized == 2)
+        s.hub?.accessToken = .literal(Self.serviceToken)
+        let accepted = try run(s)
+        #expect(accepted.summary.connections.connected == 2 && accepted.summary.errorsTotal == 0)
+        #expect(hub.statisticsSnapshot().negotiatesUnauthorized == 2)
+    }
+
     /// Every loop's clients ask for a name at once: getaddrinfo runs once, off the loops, and
     /// every asker hears the one answer (now or later).
     @Test func aRedirectHostNameIsResolvedOnceForTheRunHoweverManyAsk() throws {
@@ -95,7 +117,8 @@ struct HubRedirectHostTests {
     /// `{"url": "https://hub.signalr.test:PORT/client?hub=chat", "accessToken": …}`; the name
     /// resolves (a private /etc/hosts in the run's own mount namespace) to a test host in a
     /// network namespace, where the reference hub serves https with a certificate for that name
-    /// only. Every call is answered, each client makes exactly three TLS handshakes (negotiate
+    /// only, and requires the redirect's access token as the bearer of its negotiate. Every call
+    /// is answered, each client makes exactly three TLS handshakes (negotiate
     /// at each host, then the WebSocket), and no token reaches the results.
     @Test func azureStyleRedirectByNameReachesAHubOnATestHostOverTLS() throws {
         let ns = try TestNetworkNamespace.make(salt: 5)
@@ -109,7 +132,8 @@ struct HubRedirectHostTests {
         try (String(contentsOfFile: negotiateCertificate.certificate, encoding: .utf8) + String(contentsOfFile: hubCertificate.certificate, encoding: .utf8))
             .write(to: caFile, atomically: true, encoding: .utf8)
 
-        let (hub, hubPort) = try startServe(["--hub", "--host", ns.address, "--path", "/client",
+        // The hub takes only the service's token: the one the redirect gave.
+        let (hub, hubPort) = try startServe(["--hub", "--host", ns.address, "--path", "/client", "--token", Self.serviceToken,
                                              "--tls-cert", hubCertificate.certificate, "--tls-key", hubCertificate.key], via: ns.exec)
         defer { hub.stop() }
         let (redirector, port) = try Self.startRedirector([
