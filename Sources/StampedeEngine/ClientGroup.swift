@@ -213,6 +213,7 @@ extension LocalClientGroup {
         let headerLines = Array(scenario.headers.map { "\($0.name): \($0.value)\r\n" }.joined().utf8)
         let mine = Array(stride(from: shard.index, to: scenario.clients, by: max(1, shard.count)))
         let count = max(1, min(loopCount, mine.count))
+        let hubRedirects = HubRedirectResolver(policy: scenario.resolve)  // no thread until a redirect names a host
         var loops: [EventLoop] = [], workloads: [any LoopWorkload] = []
         func abandon() { for l in loops { l.stop() }; for l in loops { l.join() } }
         for i in 0..<count {
@@ -224,7 +225,7 @@ extension LocalClientGroup {
             let setup = LoopClientsSetup(scenario: scenario, loop: loop, endpoint: endpoint,
                                          clients: Array(stride(from: i, to: mine.count, by: count).map { mine[$0] }),
                                          random: FastRandom(seed: seed), token: token, headerLines: headerLines, tls: tls,
-                                         stampClockOffsetNs: clockOffsetNs)
+                                         stampClockOffsetNs: clockOffsetNs, hubRedirects: hubRedirects)
             do { workloads.append(try kind.makeClients(setup)) } catch { loops.append(loop); abandon(); throw error }
             loops.append(loop)
             loop.start(name: "stampede-loop-\(i)")

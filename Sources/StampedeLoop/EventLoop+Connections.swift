@@ -71,12 +71,13 @@ extension EventLoop {
     /// the destination's). Returns the connection, or the errno of an immediate failure.
     /// With `tls`, the TLS handshake runs after the TCP connect and `connectCompleted` comes once it
     /// is done (see EventLoop+TLS.swift); the connect timeout covers both. `tlsSession` says
-    /// whether the handshake tries to resume a session kept earlier (see `TLSSessionReuse`).
+    /// whether the handshake tries to resume a session kept earlier (see `TLSSessionReuse`);
+    /// `serverName`, when given, replaces the context's server name for this connection.
     public func connect(to address: SocketAddress, fromAddress source: SocketAddress?, timeoutNs: UInt64,
-                        tls: TLSContext? = nil, tlsSession: TLSSessionReuse = .none) -> Result<ConnectionID, LoopError> {
+                        tls: TLSContext? = nil, tlsSession: TLSSessionReuse = .none, serverName: String? = nil) -> Result<ConnectionID, LoopError> {
         var stream = ByteStream.plainTCP
         if let tls {
-            guard let s = makeTLSStream(tls, reuse: tlsSession) else { return .failure(LoopError(operation: "SSL_new", errno: ENOMEM)) }
+            guard let s = makeTLSStream(tls, reuse: tlsSession, serverName: serverName) else { return .failure(LoopError(operation: "SSL_new", errno: ENOMEM)) }
             stream = s
         }
         let fd = cs_socket_tcp(address.family)

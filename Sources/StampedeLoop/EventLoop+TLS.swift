@@ -10,9 +10,9 @@ import Glibc
 /// failed or stalled one is only counted on its `TLSContext`.
 extension EventLoop {
     /// A slot for a connection that speaks TLS through `context`, or nil when OpenSSL could not
-    /// make one (out of memory, an unusable server name).
-    func makeTLSStream(_ context: TLSContext, reuse: TLSSessionReuse = .none) -> ByteStream? {
-        TLSConnection(context: context, reuse: reuse).map { .tls($0) }
+    /// make one (out of memory, an unusable server name). `serverName` replaces the context's.
+    func makeTLSStream(_ context: TLSContext, reuse: TLSSessionReuse = .none, serverName: String? = nil) -> ByteStream? {
+        TLSConnection(context: context, reuse: reuse, serverName: serverName).map { .tls($0) }
     }
 
     /// How `id`'s TLS handshake went: nil for a plain connection or one still handshaking.

@@ -20,13 +20,15 @@ public final class TLSConnection: @unchecked Sendable {
     var handshakeStartNs: UInt64 = 0
     var handshakeDurationNs: UInt64 = 0
 
-    init?(context: TLSContext, reuse: TLSSessionReuse = .none) {
+    /// `serverName`, when given, replaces the context's for this connection (SNI and the
+    /// certificate's name check): a hub client that a negotiate redirect sent to another host.
+    init?(context: TLSContext, reuse: TLSSessionReuse = .none, serverName: String? = nil) {
         guard let ssl = SSL_new(context.ctx) else { return nil }
         var r: OpaquePointer? = nil, w: OpaquePointer? = nil
         guard cst_attach_memory_bios(ssl, &r, &w) == 1, let r, let w else { SSL_free(ssl); return nil }
         _ = cst_set_connection_modes(ssl)
         if context.role == .client {
-            if let name = context.serverName, cst_set_peer_name(ssl, name) != 1 { SSL_free(ssl); return nil }
+            if let name = serverName ?? context.serverName, cst_set_peer_name(ssl, name) != 1 { SSL_free(ssl); return nil }
             context.prepare(ssl, for: reuse)
             SSL_set_connect_state(ssl)
         } else {

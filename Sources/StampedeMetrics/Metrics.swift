@@ -286,6 +286,9 @@ public enum ErrorClass: Int, CaseIterable, Sendable, Codable {
     /// Socket.IO: the server refused the namespace (CONNECT_ERROR); its message is counted in
     /// `MetricsShard.connectErrorMessages`. (`connect_error` is a TCP connect() failure.)
     case namespaceRefused
+    /// Hub clients: negotiate redirected to a host the scenario does not allow (the target's
+    /// host, loopback and `hub.redirect_hosts`); the host is named in `hub_errors`.
+    case redirectRefused
 
     public var key: String {
         switch self {
@@ -318,6 +321,7 @@ public enum ErrorClass: Int, CaseIterable, Sendable, Codable {
         case .expectTimeout: "expect_timeout"
         case .expectMismatch: "expect_mismatch"
         case .namespaceRefused: "namespace_refused"
+        case .redirectRefused: "redirect_refused"
         }
     }
 }

@@ -32,6 +32,10 @@ public struct HubSpec: Sendable, Equatable {
     public var cancelStreamAfterItems: Int? = nil
     /// What an `invoke`'s Completion must carry to count as delivered.
     public var expectedResult: ExpectedResult = .any
+    /// Hosts besides the target's that a negotiate redirect may send clients to (Azure SignalR
+    /// Service: `*.service.signalr.net`): exact names or addresses, or `*.` and a name suffix,
+    /// lower-cased. A redirect anywhere else is refused (`redirect_refused`).
+    public var redirectHosts: [String] = []
 
     public init(transports: [HubTransport] = HubTransport.allCases, protocolKind: HubProtocolKind = .json, negotiateVersion: Int = 1,
                 skipNegotiation: Bool = false, accessToken: TokenSource? = nil, tokenInQuery: Bool = false,
@@ -44,6 +48,25 @@ public struct HubSpec: Sendable, Equatable {
         self.handshakeTimeoutSeconds = handshakeTimeoutSeconds; self.join = join; self.operation = operation; self.call = call
         self.receiveMethod = receiveMethod; self.clientResults = clientResults; self.reconnect = reconnect
         self.statefulReconnect = statefulReconnect
+    }
+}
+
+extension HubSpec {
+    /// Whether a negotiate redirect may send a client to `host`: the target's own host
+    /// (`targetHost`), a loopback address (this machine), or a host `redirectHosts` names.
+    /// Names compare without regard to ASCII case; `*.example.net` matches any name that ends
+    /// in `.example.net` (not `example.net` itself).
+    public func allowsRedirect(to host: String, targetHost: String) -> Bool {
+        let h = host.lowercased()
+        if h == targetHost.lowercased() || parseIPv4(h)?.first == 127 || h == "::1" { return true }
+        for pattern in redirectHosts {
+            if pattern.hasPrefix("*.") {
+                if h.hasSuffix(pattern.dropFirst()) && h.count > pattern.count - 1 { return true }
+            } else if h == pattern {
+                return true
+            }
+        }
+        return false
     }
 }
 

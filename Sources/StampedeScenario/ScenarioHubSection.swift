@@ -106,6 +106,9 @@ extension Reader {
         if let node = fields["cancel_after_items"] {
             spec.cancelStreamAfterItems = try integer(node, field: "hub.cancel_after_items", in: 1...1_000_000)
         }
+        if let node = fields["redirect_hosts"] {
+            spec.redirectHosts = try redirectHostList(node)
+        }
         if let node = fields["stateful_reconnect"] {
             spec.statefulReconnect = try boolean(node, field: "hub.stateful_reconnect")
             if spec.statefulReconnect {
@@ -122,6 +125,39 @@ extension Reader {
             }
         }
         return spec
+    }
+
+    /// `hub.redirect_hosts`: names, addresses or `*.suffix` patterns, lower-cased.
+    private func redirectHostList(_ node: Node) throws(ScenarioError) -> [String] {
+        let field = "hub.redirect_hosts"
+        let expectation = "a list of hosts a negotiate redirect may go to, like [\"*.service.signalr.net\"]"
+        if isNull(node) { return [] }
+        guard case .sequence(let sequence) = node else { throw error(at: node, field: field, "expected \(expectation), got \(describe(node))") }
+        guard sequence.count <= 100 else { throw error(at: node, field: field, "at most 100 hosts, got \(sequence.count)") }
+        var hosts: [String] = []
+        for (index, item) in sequence.enumerated() {
+            let itemField = "\(field)[\(index)]"
+            let text = try string(item, field: itemField, expecting: "a host name, an address or '*.' and a name").lowercased()
+            let name = text.hasPrefix("*.") ? String(text.dropFirst(2)) : text
+            guard Self.isHostName(name) || (!text.hasPrefix("*.") && isIPv6Literal(name)) else {
+                throw error(
+                    at: item, field: itemField,
+                    "expected a host name (like 'app.example.net'), an address, or '*.' and a name (like '*.service.signalr.net'; "
+                        + "no scheme, port or path), got \(describe(item))")
+            }
+            if hosts.contains(text) { throw error(at: item, field: itemField, "'\(text)' is already listed") }
+            hosts.append(text)
+        }
+        return hosts
+    }
+
+    /// Letters, digits and hyphens in dot-separated labels of 1 to 63 characters, 253 at most.
+    static func isHostName(_ text: String) -> Bool {
+        guard (1...253).contains(text.utf8.count) else { return false }
+        return text.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { label in
+            (1...63).contains(label.utf8.count) && label.first != "-" && label.last != "-"
+                && label.utf8.allSatisfy { (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "-") }
+        }
     }
 
     private func transportList(_ node: Node, protocolKind: HubProtocolKind) throws(ScenarioError) -> [HubTransport] {

@@ -15,7 +15,7 @@ enum Keys {
     static let hub = [
         "transports", "protocol", "negotiate_version", "skip_negotiation", "access_token", "token_in_query", "keep_alive",
         "server_timeout", "handshake_timeout", "join", "operation", "method", "arguments", "receive", "client_results",
-        "reconnect", "stateful_reconnect", "upload_items", "cancel_after_items", "expect",
+        "reconnect", "stateful_reconnect", "upload_items", "cancel_after_items", "expect", "redirect_hosts",
     ]
     static let hubCall = ["method", "arguments"]
     static let accessToken = ["env", "file"]

@@ -137,7 +137,7 @@ public enum ThresholdMetricKind: Sendable, Equatable {
         "protocol_error", "invalid_utf8", "message_too_big", "connection_reset", "unexpected_eof", "closed_with_error",
         "io_error", "http_status", "negotiate_failed", "no_transport", "handshake_failed", "handshake_timeout",
         "server_timeout", "hub_error", "unexpected_reply", "response_timeout", "interrupted", "tls_handshake_failed",
-        "tls_verify_failed", "tls_protocol_error", "expect_timeout", "expect_mismatch", "namespace_refused",
+        "tls_verify_failed", "tls_protocol_error", "expect_timeout", "expect_mismatch", "namespace_refused", "redirect_refused",
     ]
     public static let counterKeys = [
         "connect_attempts", "connected", "connect_failed", "disconnected", "messages_sent", "messages_delivered",

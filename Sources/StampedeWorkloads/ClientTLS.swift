@@ -28,12 +28,15 @@ public struct ClientTLS: Sendable {
 extension EventLoop {
     /// Starts a client connection, over TLS when `tls` is set. `client` is the loop's own index of
     /// the simulated client; with the loop's index it keys the client's kept session (the context
-    /// is shared by every loop).
+    /// is shared by every loop). `serverName` replaces the context's (a host a hub negotiate
+    /// redirected to); such a connection keeps its session apart from the target's, since a
+    /// session is only ever resumed with the server that gave it.
     func connectClient(to address: SocketAddress, from source: SocketAddress?, timeoutNs: UInt64,
-                       tls: ClientTLS?, client: Int, random: inout FastRandom) -> Result<ConnectionID, LoopError> {
+                       tls: ClientTLS?, client: Int, random: inout FastRandom, serverName: String? = nil) -> Result<ConnectionID, LoopError> {
         guard let tls else { return connect(to: address, fromAddress: source, timeoutNs: timeoutNs) }
+        let key = index << 32 | client | (serverName == nil ? 0 : 1 << 31)
         return connect(to: address, fromAddress: source, timeoutNs: timeoutNs, tls: tls.context,
-                       tlsSession: tls.reuse(client: index << 32 | client, random: &random))
+                       tlsSession: tls.reuse(client: key, random: &random), serverName: serverName)
     }
 }
 

@@ -20,6 +20,9 @@ struct Serve: ParsableCommand {
             is a resource whose version changes --change-rate times a second; answers 304 to a
             matching If-None-Match, 401 without the --token, 429 past --rate-limit 200s a second.
 
+            With --hub, a SignalR hub at --path (/hub); with --token (or --token-env), its
+            negotiate requires 'Authorization: Bearer <token>' (401 otherwise).
+
             With --socketio, a Socket.IO 4 server (Socket.IO 5 over Engine.IO 4) at --path
             (/socket.io/): long polling, WebSocket and the upgrade; any namespace; the server
             pings every --ping-interval ms and drops a client silent for --ping-timeout ms. Events:
@@ -90,10 +93,10 @@ struct Serve: ParsableCommand {
     @Option(help: "REST: version changes per second per resource (0 = never; default 1).")
     var changeRate: Double?
 
-    @Option(help: "REST: require 'Authorization: Bearer <token>'. Socket.IO: require {\"token\":\"<token>\"} in the CONNECT's auth.")
+    @Option(help: "REST, hub (its negotiate): require 'Authorization: Bearer <token>'. Socket.IO: require {\"token\":\"<token>\"} in the CONNECT's auth.")
     var token: String?
 
-    @Option(help: "REST, Socket.IO: read the required token from this environment variable.")
+    @Option(help: "REST, hub, Socket.IO: read the required token from this environment variable.")
     var tokenEnv: String?
 
     @Option(help: "REST: at most this many 200 responses per second (304s do not count); 429 beyond.")
@@ -219,6 +222,7 @@ struct Serve: ParsableCommand {
             } else if hub {
                 var configuration = HubServer.Configuration()
                 configuration.limits = limits
+                configuration.token = try requiredToken()
                 hubServer = try HubServer(loop: loop, address: at, path: path, configuration: configuration, tls: tlsMade.context)
             } else {
                 chatServer = try ChatServer(loop: loop, address: at, path: path, limits: limits, tls: tlsMade.context)
@@ -333,8 +337,8 @@ struct Serve: ParsableCommand {
         guard rest else {
             var given: [String] = []
             if changeRate != nil { given.append("--change-rate") }
-            if token != nil && !socketio { given.append("--token") }
-            if tokenEnv != nil && !socketio { given.append("--token-env") }
+            if token != nil && !socketio && !hub { given.append("--token") }
+            if tokenEnv != nil && !socketio && !hub { given.append("--token-env") }
             if rateLimit != nil { given.append("--rate-limit") }
             if bodySize != nil { given.append("--body-size") }
             if chunked { given.append("--chunked") }

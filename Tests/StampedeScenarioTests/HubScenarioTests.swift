@@ -796,3 +796,41 @@ func badTemplatesNameTheArgument(written: String, message: String) throws {
         try ScenarioLoader.parse(yaml: "target: embedded\nclients: 1\nduration: 1s\nwhile_disconnected: buffer\n", file: "w.yaml")
     }
 }
+
+// MARK: - Redirect hosts
+
+@Test func redirectHostsAreNamesAddressesOrWildcardSuffixesLowerCased() throws {
+    let spec = try hub(hubPlus("redirect_hosts: [\"*.Service.SignalR.net\", app.example.test, 10.0.0.7, \"fd00::7\"]"))
+    #expect(spec.redirectHosts == ["*.service.signalr.net", "app.example.test", "10.0.0.7", "fd00::7"])
+    #expect(try hub(hubBase).redirectHosts == [])
+}
+
+@Test func aRedirectHostThatIsNotAHostIsAnErrorNamingItsLineAndIndex() throws {
+    for bad in ["https://x.service.signalr.net", "x.example.net:443", "*", "*.", "a..b", "-a.example.net", "x.example.net/client", "**.net"] {
+        let error = try #require(failure(hubPlus("redirect_hosts:", "  - ok.example.net", "  - \"\(bad)\"")), "\(bad) was accepted")
+        #expect(error.field == "hub.redirect_hosts[1]", "\(bad)")
+        #expect(error.line == 9, "\(bad)")
+        #expect(error.message.hasPrefix("expected a host name (like 'app.example.net'), an address, or '*.' and a name"), "\(bad): \(error.message)")
+    }
+    let duplicate = try #require(failure(hubPlus("redirect_hosts: [a.test, A.test]")))
+    #expect(duplicate.field == "hub.redirect_hosts[1]")
+    #expect(duplicate.message == "'a.test' is already listed")
+    let scalar = try #require(failure(hubPlus("redirect_hosts: \"*.service.signalr.net\"")))
+    #expect(scalar.field == "hub.redirect_hosts")
+    #expect(scalar.message.hasPrefix("expected a list of hosts a negotiate redirect may go to"))
+}
+
+@Test func aRedirectMayGoToTheTargetsHostLoopbackOrAListedHostOnly() throws {
+    let spec = try hub(hubPlus("redirect_hosts: [\"*.service.signalr.net\", app.example.test]"))
+    #expect(spec.allowsRedirect(to: "chat.service.signalr.net", targetHost: "app.local"))
+    #expect(spec.allowsRedirect(to: "A.B.Service.SignalR.net", targetHost: "app.local"))
+    #expect(spec.allowsRedirect(to: "app.example.test", targetHost: "app.local"))
+    #expect(spec.allowsRedirect(to: "APP.local", targetHost: "app.local"))
+    #expect(spec.allowsRedirect(to: "127.0.0.2", targetHost: "app.local") && spec.allowsRedirect(to: "::1", targetHost: "app.local"))
+    #expect(!spec.allowsRedirect(to: "service.signalr.net", targetHost: "app.local"))
+    #expect(!spec.allowsRedirect(to: "evilservice.signalr.net", targetHost: "app.local"))
+    #expect(!spec.allowsRedirect(to: "chat.service.signalr.net.evil.test", targetHost: "app.local"))
+    #expect(!spec.allowsRedirect(to: "x.app.example.test", targetHost: "app.local"))
+    #expect(!spec.allowsRedirect(to: "10.0.0.7", targetHost: "app.local"))
+    #expect(!spec.allowsRedirect(to: "localhost", targetHost: "app.local"))
+}

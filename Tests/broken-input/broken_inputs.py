@@ -89,6 +89,7 @@ for v in ["1.0e-10", ".nan"]:
 case(HUB, "hub", "{method: Echo, handshake_timeout: 0}", "hub.handshake_timeout")
 case(HUB, "hub", "{method: Echo, operation: upload, upload_items: -1}", "hub.upload_items")
 case(HUB, "hub", "{method: Echo, transports: [carrier_pigeon]}", "hub.transports")
+case(HUB, "hub", "{method: Echo, redirect_hosts: ['https://x.service.signalr.net']}", "hub.redirect_hosts[0]")
 case(HUB, "hub", "{method: Echo, protocol: xml}", "hub.protocol")
 case(HUB, "hub", "{method: ''}", "hub.method")
 case(HUB, "hub", "{method: Echo, access_token: {env: STAMPEDE_NO_SUCH_VARIABLE}}", "hub.access_token.env")

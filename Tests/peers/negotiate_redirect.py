@@ -4,6 +4,9 @@
 POST /first/negotiate  -> {"url": "http://127.0.0.1:<own port>/second", "accessToken": "token-two"}
 POST /second/negotiate -> {"url": <--final>, "accessToken": "token-three"}
 POST /loop/negotiate   -> redirects to itself forever (the client must stop after 100)
+POST /azure/negotiate  -> {"url": <--azure>, "accessToken": "azure-token-never-in-results"}: a
+                          hub elsewhere by name, as Azure SignalR Service answers
+With --cert and --key the server speaks TLS (https).
 Every negotiate's Authorization header is recorded; on SIGTERM the server prints one JSON line
 {"authorizations": {"/first": [...], "/second": [...]}, "loop_requests": N} and exits 0.
 stdout first line: "LISTENING <port>". Loopback only, bounded by --max-seconds.
@@ -11,17 +14,21 @@ stdout first line: "LISTENING <port>". Loopback only, bounded by --max-seconds.
 import argparse
 import json
 import signal
+import ssl
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-seen = {"/first": [], "/second": []}
+seen = {"/first": [], "/second": [], "/azure": []}
 loop_requests = 0
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--final", required=True, help="hub base URL to redirect to last (loopback)")
+    p.add_argument("--azure", help="hub URL /azure/negotiate redirects to")
+    p.add_argument("--cert", help="PEM certificate: serve https")
+    p.add_argument("--key", help="PEM private key of --cert")
     p.add_argument("--max-seconds", type=float, default=120)
     args = p.parse_args()
 
@@ -44,6 +51,9 @@ def main():
             elif path == "/second/negotiate":
                 seen["/second"].append(self.headers.get("Authorization"))
                 body = {"url": args.final, "accessToken": "token-three"}
+            elif path == "/azure/negotiate" and args.azure:
+                seen["/azure"].append(self.headers.get("Authorization"))
+                body = {"url": args.azure, "accessToken": "azure-token-never-in-results"}
             elif path == "/loop/negotiate":
                 loop_requests += 1
                 body = {"url": f"http://127.0.0.1:{port}/loop"}
@@ -60,6 +70,10 @@ def main():
             self.wfile.write(data)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if args.cert:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.cert, args.key)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     print(f"LISTENING {server.server_address[1]}", flush=True)
     done = threading.Event()
     # A test runner may start us with these blocked (the mask survives exec).

@@ -55,6 +55,7 @@ struct HubKind: WorkloadKind {
         plan.stampClockOffsetNs = setup.stampClockOffsetNs
         plan.tls = setup.tls
         plan.addresses = setup.perClient(addresses)
+        plan.redirectResolver = setup.hubRedirects
         let address = addresses[0]
         plan.load.seed = s.seed
         plan.load.senderBase = s.clientIndexBase

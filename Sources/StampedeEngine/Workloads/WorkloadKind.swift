@@ -82,6 +82,8 @@ struct LoopClientsSetup {
     var tls: ClientTLS?
     /// This process's clock − the coordinator's (a worker on another host), for message stamps.
     var stampClockOffsetNs: Int64 = 0
+    /// Hub clients: the run's resolver of the names negotiate redirects give (shared by every loop).
+    var hubRedirects: HubRedirectResolver? = nil
 
     /// The target address of each of this loop's clients when the target has several: global
     /// client `i` gets `addresses[i % count]`, whichever loop it runs on (the workloads index

@@ -74,6 +74,11 @@ extension HubServer {
                 s.route = .reject(405, "Method Not Allowed", "Negotiate requires POST.")
                 return
             }
+            if let required = requiredToken, !RestServer.hasBearer(required, head, buf) {
+                statistics.negotiatesUnauthorized += 1
+                s.route = .reject(401, "Unauthorized", "Unauthorized")
+                return
+            }
             s.negotiateVersion = 0
             if let v = HTTPQuery.value(of: "negotiateVersion", inTarget: t, of: buf) {
                 let raw = UnsafeRawBufferPointer(rebasing: buf[v])

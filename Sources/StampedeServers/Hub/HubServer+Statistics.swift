@@ -22,6 +22,8 @@ extension HubServer {
         /// Requests answered with a 4xx/5xx status.
         public var httpErrors = 0
         public var negotiates = 0
+        /// Negotiates refused for want of the `--token` bearer (401).
+        public var negotiatesUnauthorized = 0
         public var negotiatesV0 = 0
         public var negotiatesV1 = 0
         public var statefulReconnectNegotiated = 0

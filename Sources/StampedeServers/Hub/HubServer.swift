@@ -65,6 +65,9 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
         public var maximumReceiveMessageSize = 32 * 1024
         /// Honour `useStatefulReconnect=true` in negotiate.
         public var allowStatefulReconnect = true
+        /// Negotiate requires `Authorization: Bearer <token>`, as a hub behind an authorization
+        /// policy would (others get 401); nil: anyone may negotiate.
+        public var token: String? = nil
         /// Unacked bytes a stateful connection keeps for replay; beyond it the connection is closed.
         public var statefulReconnectBufferSize = 4 << 20
         /// Output limit and timeouts of every socket (see `ServerLimits`); `maxOutputBytes` also
@@ -113,6 +116,8 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
     let disconnectTimeoutNs: UInt64
     let pollTimeoutNs: UInt64
     let maxMessage: Int
+    /// `configuration.token`'s bytes.
+    let requiredToken: [UInt8]?
 
     /// Creates the server and starts listening on `address` (port 0 picks a free port).
     /// With `tls`, every connection speaks TLS first (https:// and wss://).
@@ -129,6 +134,7 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
         disconnectTimeoutNs = ns(configuration.disconnectTimeout)
         pollTimeoutNs = ns(configuration.pollTimeoutSeconds)
         maxMessage = max(256, configuration.maximumReceiveMessageSize)
+        requiredToken = configuration.token.map { Array($0.utf8) }
         // The largest single write: a poll answer with a full queue, or a stateful replay (each
         // holds one message past its limit).
         let largest = max(configuration.limits.maxOutputBytes, configuration.statefulReconnectBufferSize) + maxMessage + 64 * 1024

@@ -8,6 +8,13 @@ import StampedeScenario
 import StampedeSession
 import StampedeWire
 
+/// What hears a redirect host's resolution on the loop (`HubClients`, whatever its codec).
+protocol RedirectResolutionHandler: AnyObject {
+    func redirectResolved(_ k: Int, epoch: UInt32, _ answer: HubRedirectResolver.Answer)
+}
+
+extension HubClients: RedirectResolutionHandler {}
+
 extension HubClients {
     // MARK: Connecting
 
@@ -59,7 +66,8 @@ extension HubClients {
 
     func connect(_ k: Int) -> Result<ConnectionID, LoopError> {
         let source = plan.sourceAddresses.isEmpty ? nil : plan.sourceAddresses[k % plan.sourceAddresses.count]
-        return loop.connectClient(to: clients[k].endpoint.address, from: source, timeoutNs: plan.connectTimeoutNs, tls: plan.tls, client: k, random: &random)
+        return loop.connectClient(to: clients[k].endpoint.address, from: source, timeoutNs: plan.connectTimeoutNs, tls: plan.tls, client: k,
+                                  random: &random, serverName: clients[k].endpoint.place.serverName)
     }
 
     /// The client and role of connection `id`, if the client still holds it.
@@ -164,26 +172,78 @@ extension HubClients {
             fail(k, .negotiateFailed)
         case .success(.redirect(let url, let token)):
             clients[k].endpoint.redirects += 1
-            // The official clients give up after 100 redirects. A redirect is followed only to a
-            // loopback literal: names are resolved before the run, never on the loop, and a
-            // server must not be able to send the load to another machine.
-            guard clients[k].endpoint.redirects <= 100, let next = HubURL.parse(url, secure: plan.tls != nil), let nextAddress = SocketAddress(host: next.host, port: next.port),
-                  nextAddress.isLoopback else {
+            // The official clients give up after 100 redirects. The URL keeps the run's scheme
+            // (its TLS settings are the run's).
+            guard clients[k].endpoint.redirects <= 100, let next = HubURL.parse(url, secure: plan.tls != nil) else {
                 fail(k, .negotiateFailed)
                 return
             }
-            clients[k].endpoint.redirect(to: next, token: token)
-            if nextAddress == clients[k].endpoint.address && clients[k].connections.sideState == .idle {
-                sendNegotiate(k)
-            } else {
-                clients[k].endpoint.move(to: next, at: nextAddress)
-                openSide(k)
-            }
+            redirect(k, to: next, token: token)
         case .success(.connect(let connection)):
             metrics.record(.negotiate, nanoseconds: EventLoop.now() - clients[k].phaseStartNs)
             clients[k].endpoint.accept(connection, for: plan.spec.protocolKind)
             clients[k].endpoint.transportIndex = 0
             openNextTransport(k)
+        }
+    }
+
+    // MARK: Redirects
+
+    /// A server may send load only where the scenario allows (the target's host, loopback,
+    /// `hub.redirect_hosts`); a name is resolved off the loop, once per run (`HubRedirectResolver`).
+    func redirect(_ k: Int, to next: HubURL, token: String?) {
+        guard plan.spec.allowsRedirect(to: next.host, targetHost: plan.base.host) else {
+            // Only the host is named: the URL's query may carry a secret.
+            metrics.countHubError("redirect refused: " + next.host)
+            fail(k, .redirectRefused)
+            return
+        }
+        clients[k].endpoint.redirect(to: next, token: token)
+        let port = UInt16(next.port)
+        if let literal = HostLookup.literal(next.host, port: port) {
+            follow(k, at: literal)
+        } else if next.host.lowercased() == plan.base.host.lowercased() {
+            // The target's own name, resolved before the run.
+            follow(k, at: homes[k % homes.count].address.with(port: port))
+        } else if let resolver = plan.redirectResolver {
+            // The answer comes back as a task of this loop, which finds these clients as its
+            // handler (a closure over the generic `self` would capture the codec's type).
+            let epoch = clients[k].epoch, loop = loop
+            let deliver: @Sendable (HubRedirectResolver.Answer) -> Void = { answer in
+                loop.execute { loop in (loop.handler as? any RedirectResolutionHandler)?.redirectResolved(k, epoch: epoch, answer) }
+            }
+            // Unknown yet: the client stays negotiating (its handshake timeout still runs).
+            if let answer = resolver.lookUp(next.host.lowercased(), deliver: deliver) { redirectResolved(k, epoch: epoch, answer) }
+        } else {
+            redirectResolved(k, epoch: clients[k].epoch, .failed("no resolver"))
+        }
+    }
+
+    /// The redirect's host name resolved (now, or later on the resolver's thread): client `k`
+    /// follows it, unless it moved on meanwhile (ended, timed out: another epoch).
+    func redirectResolved(_ k: Int, epoch: UInt32, _ answer: HubRedirectResolver.Answer) {
+        guard clients[k].epoch == epoch, clients[k].phase == .negotiating else { return }
+        let next = clients[k].endpoint.base
+        switch answer {
+        case .addresses(let list) where !list.isEmpty:
+            follow(k, at: list[k % list.count].with(port: UInt16(next.port)))
+        default:
+            if case .failed(let why) = answer { metrics.countHubError("redirect: cannot resolve \(next.host): \(why)") }
+            fail(k, .negotiateFailed)
+        }
+    }
+
+    /// Negotiates again at the redirect's URL (already `endpoint.base`), found at `address`: on
+    /// the open side connection if it goes to the same place, else on a new one.
+    func follow(_ k: Int, at address: SocketAddress) {
+        let next = clients[k].endpoint.base
+        let hostHeader = HubEndpoint.hostHeader(next)
+        if address == clients[k].endpoint.address && hostHeader == clients[k].endpoint.hostHeader && clients[k].connections.sideState == .idle {
+            sendNegotiate(k)
+        } else {
+            let sameName = next.host.lowercased() == plan.base.host.lowercased()
+            clients[k].endpoint.move(to: next, at: address, serverName: sameName || plan.tls == nil ? nil : next.host)
+            openSide(k)
         }
     }
 

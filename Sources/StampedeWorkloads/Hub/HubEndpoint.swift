@@ -42,7 +42,8 @@ struct HubEndpoint {
     /// A redirect names `next` as the hub (and `token` as the access token, if it gives one);
     /// the address and Host header stay until `move`.
     mutating func redirect(to next: HubURL, token: String?) {
-        place = HubPlace(base: next, address: place.address, hostHeader: place.hostHeader, token: token ?? place.token)
+        place = HubPlace(base: next, address: place.address, hostHeader: place.hostHeader, token: token ?? place.token,
+                         serverName: place.serverName)
     }
 
     /// Negotiate answered with `connection`: keeps what the transports need of it.
@@ -73,11 +74,14 @@ struct HubEndpoint {
         }
     }
 
-    /// A redirect moved the hub to `next`, at `nextAddress`.
-    mutating func move(to next: HubURL, at nextAddress: SocketAddress) {
-        place = HubPlace(base: place.base, address: nextAddress,
-                         hostHeader: HTTPClientRequest.hostValue(host: next.host, port: next.port, defaultPort: 80), token: place.token)
+    /// A redirect moved the hub to `next`, at `nextAddress`; over TLS, `serverName` is the name
+    /// its connections send and check (nil: the run's).
+    mutating func move(to next: HubURL, at nextAddress: SocketAddress, serverName: String?) {
+        place = HubPlace(base: place.base, address: nextAddress, hostHeader: Self.hostHeader(next),
+                         token: place.token, serverName: serverName)
     }
+
+    static func hostHeader(_ url: HubURL) -> [UInt8] { HTTPClientRequest.hostValue(host: url.host, port: url.port, defaultPort: 80) }
 
     /// The bearer token: the latest redirect's, else the scenario's.
     func accessToken(configured: String?) -> String? { redirectToken ?? configured }
@@ -110,8 +114,10 @@ final class HubPlace: Sendable {
     let address: SocketAddress
     let hostHeader: [UInt8]
     let token: String?
+    /// The TLS server name (SNI and the certificate check) of a host a redirect named; nil: the run's.
+    let serverName: String?
 
-    init(base: HubURL, address: SocketAddress, hostHeader: [UInt8], token: String? = nil) {
-        self.base = base; self.address = address; self.hostHeader = hostHeader; self.token = token
+    init(base: HubURL, address: SocketAddress, hostHeader: [UInt8], token: String? = nil, serverName: String? = nil) {
+        self.base = base; self.address = address; self.hostHeader = hostHeader; self.token = token; self.serverName = serverName
     }
 }

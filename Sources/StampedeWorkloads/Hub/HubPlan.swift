@@ -26,6 +26,9 @@ public struct HubPlan: Sendable {
     public var sourceAddresses: [SocketAddress]
     /// Every address of the target (client `k` connects to `addresses[k % count]`); empty means the clients' one address.
     public var addresses: [SocketAddress] = []
+    /// Resolves the host names negotiate redirects name, off the loops, once per run (shared by
+    /// every loop); nil: a redirect to a name is refused as unresolvable.
+    public var redirectResolver: HubRedirectResolver? = nil
     public var runTag: String
 
     public init(totalClients: Int, globalIndices: [Int], connectRate: Double, loadModel: LoadModel, totalRate: Double,
