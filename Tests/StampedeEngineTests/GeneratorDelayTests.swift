@@ -41,8 +41,10 @@ import Testing
         let json = String(decoding: try JSONEncoder().encode(judged[0]), as: UTF8.self)
         #expect(json.contains(#""verdict":"pass""#) && json.contains(#""generator_lag_us":18000"#))
         // A summary written before verdicts existed reads with the condition's own.
-        let old = json.replacingOccurrences(of: #","verdict":"pass","generator_lag_us":18000"#, with: "")
-        let decoded = try JSONDecoder().decode(RunSummary.Threshold.self, from: Data(old.utf8))
+        var fields = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        fields["verdict"] = nil
+        fields["generator_lag_us"] = nil
+        let decoded = try JSONDecoder().decode(RunSummary.Threshold.self, from: try JSONSerialization.data(withJSONObject: fields))
         #expect(decoded.verdict == .pass && decoded.generatorLagMicros == nil)
     }
 
@@ -80,7 +82,7 @@ import Testing
     /// ceiling. The issue reports ten runs; two keep the suite short (the note has the ten).
     @Test(arguments: [1, 2])
     func aTwoHundredClientRunWhoseOnlyThresholdHoldsByFarExitsZero(_ attempt: Int) throws {
-        var s = chatScenario(name: "gate-200-\(attempt)", clients: 200, duration: 5, rate: 50)
+        var s = chatScenario(name: "gate-200-\(attempt)", clients: 200, duration: 5, rate: 20)
         s.drainSeconds = 2
         s.thresholds = try ScenarioLoader.parse(yaml: "target: embedded\nclients: 1\nduration: 1s\nthresholds:\n  round_trip: [\"p(99) < 10s\"]\n",
                                                 file: "gate.yaml").thresholds
