@@ -53,7 +53,8 @@ struct ThresholdTests {
         let observed = try #require(t[0].observed)
         #expect(observed == Double(o.summary.latencyMicros["round_trip"]?.p99 ?? 0), "the same figure summary.json shows")
         let text = SummaryText.render(o.summary)
-        let line = try #require(text.split(separator: "\n").first { $0.contains("✗ round_trip p(99)") }, "\(text)")
+        // "?" instead of "✗" when a saturated generator's delay could have made the miss.
+        let line = try #require(text.split(separator: "\n").first { $0.contains("✗ round_trip p(99)") || $0.contains("? round_trip p(99)") }, "\(text)")
         #expect(line.contains("> 1µs (+"), "\(line)")
         #expect(text.contains("✓ messages.lost count 0 = 0"), "\(text)")
     }
