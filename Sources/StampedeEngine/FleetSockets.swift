@@ -62,6 +62,9 @@ enum FleetSockets {
                 setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
                 return fd
             }
+            // Out of descriptors (EMFILE, ENFILE) the connection stays waiting and poll says so
+            // at once: rest instead of spinning.
+            Thread.sleep(forTimeInterval: 0.1)
         }
         return nil
     }

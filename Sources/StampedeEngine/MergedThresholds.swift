@@ -49,6 +49,7 @@ public enum MergedThresholds {
             evaluator.add(interval: shard, messageSeconds: window, runSeconds: -1, totals: totals)
             if let window { lastMessageSeconds = window.end }
         }
-        return evaluator.finish(totals: totals, storms: s.storms, messageSeconds: lastMessageSeconds)
+        return GeneratorDelay.judge(evaluator.finish(totals: totals, storms: s.storms, messageSeconds: lastMessageSeconds),
+                                    lagMicros: s.generator.maxTimerLagMicros, saturated: s.generator.saturated)
     }
 }

@@ -200,13 +200,12 @@ public final class PopulationRun {
     }
 
     /// The run's status from its populations': a population that failed or was interrupted
-    /// decides it; then saturation (with thresholds), then any threshold, as for one run.
+    /// decides it; then the thresholds' verdicts (a failed one, then an unjudged one), as for one run.
     static func exitCode(_ outcomes: [RunOutcome], runThresholds: [RunSummary.Threshold]?, failed: Bool) -> Int32 {
         let codes = outcomes.map(\.exitCode)
         if failed || codes.contains(RunExitStatus.runFailed) { return RunExitStatus.runFailed }
         if codes.contains(RunExitStatus.interrupted) { return RunExitStatus.interrupted }
-        let saturated = outcomes.contains { $0.summary.generator.saturated }
-        return RunEngine.exitCode(failed: false, interrupted: false, thresholds: runThresholds, saturated: saturated)
+        return RunEngine.exitCode(failed: false, interrupted: false, thresholds: runThresholds)
     }
 
     /// Populations that share an embedded target are served by one server: they share its key.

@@ -90,9 +90,20 @@ extension RunEngine {
         let elapsed = seconds(now - runStartNs)
         if phase == .messages || phase == .drain {
             gauges.maxTimerLagNs = max(gauges.maxTimerLagNs, lag)
-            // Timers more than 10 ms late mean the generator, not the server, is adding latency.
+            // Timers more than 10 ms late mean the generator, not the server, is adding latency;
+            // kept up (GeneratorDelay.sustainedIntervals), the generator counts as saturated.
             if lag > Self.saturationTimerLagNs {
                 warnings.append(String(format: "generator: timers ran %.1f ms late at %.0f s; latency figures include generator delay", Double(lag) / 1e6, elapsed))
+            }
+            // Whole intervals only: a short one (an event's boundary) has no CPU figure.
+            if wall >= 0.5e9 {
+                let wasBusy = gauges.saturation.sustainedBusyLoops
+                let loops = groups.reduce(0) { $0 + $1.loopCount }
+                gauges.saturation.add(timerLagNs: lag, clientLoopCPUPercent: loopPercent, loops: loops)
+                if !wasBusy && gauges.saturation.sustainedBusyLoops {
+                    warnings.append(String(format: "generator: client loops at %.0f%% CPU of %d%% for %d s at %.0f s; latency figures include generator delay",
+                                           loopPercent, loops * 100, GeneratorDelay.sustainedIntervals, elapsed))
+                }
             }
         }
         let shown = kind.progressLatency(merged)

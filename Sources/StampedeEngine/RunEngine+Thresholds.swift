@@ -29,13 +29,15 @@ extension RunEngine {
 
 extension RunEngine {
     /// The run's exit status: a failed run (1) and an interrupted one (130) first; then, when the
-    /// scenario has thresholds, saturation (98: neither pass nor fail is reported) before a failed
-    /// threshold (99).
-    static func exitCode(failed: Bool, interrupted: Bool, thresholds: [RunSummary.Threshold]?, saturated: Bool) -> Int32 {
+    /// scenario has thresholds, a threshold failed (99: beyond what a saturated generator could
+    /// add), then one unjudged (98: the generator's delay could have decided it), else 0. The
+    /// verdicts are `GeneratorDelay`'s.
+    static func exitCode(failed: Bool, interrupted: Bool, thresholds: [RunSummary.Threshold]?) -> Int32 {
         if failed { return RunExitStatus.runFailed }
         if interrupted { return RunExitStatus.interrupted }
         guard let thresholds, !thresholds.isEmpty else { return RunExitStatus.passed }
-        if saturated { return RunExitStatus.saturated }
-        return thresholds.allSatisfy(\.passed) ? RunExitStatus.passed : RunExitStatus.thresholdFailed
+        if thresholds.contains(where: { $0.verdict == .fail }) { return RunExitStatus.thresholdFailed }
+        if thresholds.contains(where: { $0.verdict == .unjudged }) { return RunExitStatus.saturated }
+        return RunExitStatus.passed
     }
 }

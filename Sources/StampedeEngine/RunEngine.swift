@@ -87,8 +87,9 @@ public struct RunSetupError: Error, CustomStringConvertible, Sendable {
 /// only sends them phase changes and merges their measurements once per interval.
 public final class RunEngine {
     public static let version = "0.1.0"
-    /// Timers later than this (10 ms) mean the generator, not the server, is adding latency: the run is marked saturated.
-    public static let saturationTimerLagNs: UInt64 = 10_000_000
+    /// Timers later than this (10 ms) mean the generator, not the server, is adding latency; kept up
+    /// (`GeneratorDelay.sustainedIntervals`), the run is marked saturated.
+    public static let saturationTimerLagNs: UInt64 = GeneratorDelay.lateTimerNs
 
     let scenario: Scenario
     let options: RunOptions
@@ -297,7 +298,7 @@ public final class RunEngine {
         let processCPU = Double(generatorCPUNs() - cpuAtStart) / 1e9
         let clientCPU = Double(gauges.clientLoopCPUNs) / 1e9
         warnings += kind.warnings(scenario, totals: totals)
-        let saturated = warnings.contains { $0.hasPrefix("generator") }
+        let saturated = gauges.saturation.saturated
         var record = RunRecord(
             scenario: scenario, startedAt: startedAt, endedAt: Date(), partial: partialReason != nil || fatal != nil,
             partialReason: partialReason ?? (fatal != nil ? "the run failed" : nil), fatalError: fatal, totals: totals, intervals: intervals,
@@ -316,13 +317,14 @@ public final class RunEngine {
         record.histogramLogLines = Dictionary(uniqueKeysWithValues: LatencyMetric.allCases.compactMap { m in
             histogramLogLines[m.rawValue].isEmpty ? nil : (m, histogramLogLines[m.rawValue])
         })
-        record.thresholds = thresholdResults(storms: ResultsWriter.summary(of: record).storms)
+        record.thresholds = GeneratorDelay.judge(thresholdResults(storms: ResultsWriter.summary(of: record).storms),
+                                                 lagMicros: gauges.maxTimerLagNs / 1000, saturated: saturated)
         record.workers = workerRecords()
         let stoppedByThreshold = partialReason != nil && partialReason == thresholdBook.abortReason
         let workerCPUSeconds = Double(gauges.workerProcessCPUNs.values.reduce(0, +)) / 1e9
         var outcome = RunOutcome(record: record, summary: ResultsWriter.summary(of: record), resultsFolder: nil, writeError: nil,
                                  exitCode: Self.exitCode(failed: fatal != nil || fleetFailure != nil, interrupted: partialReason != nil && !stoppedByThreshold,
-                                                         thresholds: record.thresholds, saturated: saturated))
+                                                         thresholds: record.thresholds))
         outcome.workerCPUSeconds = workerCPUSeconds
         // One population of several: the run (PopulationRun) writes it, once it knows the fan-out it was due.
         guard options.population == nil else { return outcome }
@@ -374,6 +376,8 @@ public final class RunEngine {
 struct GeneratorGauges {
     var peakOpen = 0
     var maxTimerLagNs: UInt64 = 0
+    /// Whether the generator was saturated: late timers or busy loops, sustained.
+    var saturation = SaturationWatch()
     /// CPU of the client loops so far, and per loop at the last boundary.
     var clientLoopCPUNs: UInt64 = 0
     var cpuSeen: [Int: UInt64] = [:]

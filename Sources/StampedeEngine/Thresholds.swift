@@ -11,9 +11,9 @@ public enum RunExitStatus {
     public static let runFailed: Int32 = 1
     /// A threshold failed (k6's convention), at the end or live (`abort_on_fail`).
     public static let thresholdFailed: Int32 = 99
-    /// The scenario has thresholds but the generator was saturated (summary.json
-    /// `generator.saturated`): its latency figures are partly the generator's own, so the run is
-    /// reported neither as passing nor as failing. Takes precedence over 99.
+    /// The generator was saturated (summary.json `generator.saturated`: timers late or client
+    /// loops at full CPU, sustained) and a threshold is unjudged: its delay could have decided
+    /// it (`GeneratorDelay`). A threshold failed beyond the delay makes the run 99 instead.
     public static let saturated: Int32 = 98
     /// Ctrl-C or SIGTERM.
     public static let interrupted: Int32 = 130
@@ -214,6 +214,7 @@ public struct ThresholdEvaluator {
                     observed = ThresholdMeasure.observe(kind, condition.statistic, in: totals, storms: storms)
                     result.passed = !state.abortedRun && (observed.map { condition.comparison.holds($0, condition.limit) } ?? false)
                 }
+                result.verdict = result.passed ? .pass : .fail  // until the generator's delay is weighed (GeneratorDelay)
                 result.observedText = ThresholdMeasure.text(observed, unit: unit)
                 // JSON has no infinity: a storm never recovered from is null, "never".
                 result.observed = observed.flatMap { $0.isFinite ? Self.rounded($0) : nil }
@@ -244,7 +245,8 @@ extension SummaryText {
         for t in thresholds {
             let name = t.key
             let stat = conditionStatistic(t.condition)
-            var line = "    \(t.passed ? "✓" : "✗") \(name) \(stat) \(t.observedText)"
+            let mark = switch t.verdict { case .pass: "✓"; case .fail: "✗"; case .unjudged: "?" }
+            var line = "    \(mark) \(name) \(stat) \(t.observedText)"
             if let observed = t.observed, observed.isFinite {
                 let relation = observed < t.limit ? "<" : observed > t.limit ? ">" : "="
                 line += " \(relation) \(ThresholdMeasure.text(t.limit, unit: t.unit))"
@@ -264,10 +266,15 @@ extension SummaryText {
                 line += " (\(n) window\(n == 1 ? "" : "s"))"
             }
             if t.abortedRun { line += "; stopped the run" }
+            if let lag = t.generatorLagMicros { line += "; generator lag \(ThresholdMeasure.text(Double(lag), unit: "us"))" }
+            if t.verdict == .unjudged { line += "; unjudged" }
             out.append(line)
         }
         if s.generator.saturated {
-            out.append("    not judged: the generator was saturated, so its latency figures are partly its own (exit 98)")
+            let unjudged = thresholds.filter { $0.verdict == .unjudged }.count
+            out.append(unjudged > 0
+                ? "    \(unjudged) not judged: the generator was saturated and its delay (up to twice its lag) could have decided \(unjudged == 1 ? "it" : "them") (exit 98 unless one failed)"
+                : "    the generator was saturated, but every verdict holds despite its delay (up to twice its lag)")
         }
         return out
     }

@@ -40,10 +40,15 @@ extension EventLoop {
         s.registrationErrno = 0
         s.tlsServer = nil
         s.exempt = false
+        let wasPaused = s.acceptPaused
+        s.acceptPaused = false
         // `dirty` stays set if queued; flushDirty skips free slots and clears it.
         slots[index] = s
         freeSlots.append(UInt32(index))
         liveSlots -= 1
+        if wasPaused { pausedListeners -= 1 }
+        // A descriptor came free (its owner closes it around this call): worth another accept.
+        if pausedListeners > 0 { resumeAllAccepting() }
     }
 
     @inline(__always)
@@ -173,12 +178,24 @@ extension EventLoop {
     }
 
     func acceptAll(_ i: Int, listener: ConnectionID) {
+        // An event reported before the pause took it out of epoll: it waits for its resume.
+        guard !slots[i].acceptPaused else { return }
         // Bounded per wake-up so a connect storm cannot starve established connections.
         let (epfd, listenFd) = (epfd, slots[i].fd)
         for _ in 0..<256 {
-            // EAGAIN: the backlog is empty. Other failures (EMFILE, ECONNABORTED …) end this
-            // round too; the listener stays readable and is tried again on the next wake-up.
-            guard case .done(let accepted) = syscall({ Int(cs_accept(listenFd)) }) else { return }
+            let accepted: Int
+            switch syscall({ Int(cs_accept(listenFd)) }) {
+            case .done(let fd): accepted = fd
+            case .wouldBlock: return  // the backlog is empty
+            case .failed(let e):
+                // Out of descriptors or memory: the connection stays in the backlog and the
+                // listener readable, so it rests instead of spinning (EventLoop+AcceptPause.swift).
+                if let refusal = AcceptRefusal(errno: e) { pauseAccepting(i, listener: listener, refusal); return }
+                // ECONNABORTED, EPROTO, EPERM (a firewall): that one connection is gone; the next
+                // may be fine. Anything else (EBADF, EINVAL) ends the round, as the backlog did.
+                guard e == ECONNABORTED || e == EPROTO || e == EPERM else { return }
+                continue
+            }
             let fd = Int32(accepted)
             _ = cs_set_int_option(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)  // best effort, as in `connect`
             if let tls = slots[i].tlsServer { acceptTLS(fd: fd, listener: listener, context: tls); continue }

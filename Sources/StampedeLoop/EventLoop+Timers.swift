@@ -62,6 +62,7 @@ extension EventLoop {
             case .loop:
                 switch token.kind(as: LoopTimer.self) {
                 case .limitsSweep: sweep()
+                case .resumeAccept: resumeAccepting(ConnectionID(index: token.slot, generation: token.epoch))
                 case .connectTimeout: connectTimedOut(ConnectionID(index: token.slot, generation: token.epoch))
                 case nil: break
                 }

@@ -68,6 +68,8 @@ public final class EventLoop: @unchecked Sendable {
         var tlsServer: TLSContext? = nil
         /// Not subject to `limits` (see `adopt(fd:exemptFromLimits:)`).
         var exempt = false
+        /// A listener out of epoll's interest after `accept` ran out of descriptors (EventLoop+AcceptPause.swift).
+        var acceptPaused = false
         /// `handshaking`: connected, the TLS handshake under way (see EventLoop+TLS.swift).
         enum State { case free, connecting, handshaking, stream, listener }
     }
@@ -109,6 +111,10 @@ public final class EventLoop: @unchecked Sendable {
     public internal(set) var queuedBytes = 0
     /// Live connection slots (connecting, open or listening).
     public internal(set) var liveSlots = 0
+    /// Accepts refused for want of descriptors or memory, each of which paused its listener.
+    public internal(set) var acceptRefusals = AcceptRefusalCounts()
+    /// Listeners paused now: a close on this loop resumes them.
+    var pausedListeners = 0
     /// The monotonic clock read once per iteration, when epoll returns: coarse, but free to read.
     public private(set) var wakeTime: UInt64 = EventLoop.now()
     /// Per-connection limits (nil: none, as for clients). Servers set them before accepting;
@@ -127,7 +133,7 @@ public final class EventLoop: @unchecked Sendable {
     static let timerfdEpollData: UInt64 = UInt64(UInt32.max)
     static let wakeEpollData: UInt64 = UInt64(UInt32.max - 1)
     /// The loop's own timers (`TimerToken.Layer.loop`).
-    enum LoopTimer: UInt8 { case connectTimeout, limitsSweep }
+    enum LoopTimer: UInt8 { case connectTimeout, limitsSweep, resumeAccept }
 
     public init(index: Int = 0, configuration: Configuration = Configuration()) throws(LoopError) {
         self.index = index

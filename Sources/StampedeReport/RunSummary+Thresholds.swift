@@ -20,12 +20,26 @@ extension RunSummary {
         /// `observed` for people: "63.2ms", "0.12%", "3", "no samples".
         public var observedText: String
         public var passed: Bool
+        /// What the gate makes of it, given the generator's own delay: `passed` decides unless the
+        /// generator was saturated, and then a condition that held despite the delay passes, one
+        /// that missed by more than the delay can explain fails, and the rest are unjudged.
+        public var verdict: Verdict
+        /// The generator's worst timer lag over the judged part of the run, µs: how much of the
+        /// measured latency may be its own (null where unknown, as in files written before it).
+        public var generatorLagMicros: UInt64? = nil
         /// Windowed entries: how many windows were evaluated, and the first failing one
         /// (seconds into the message phase); null otherwise.
         public var windowsEvaluated: Int?
         public var failingWindow: Window?
         /// This condition failed live and stopped the run (`abort_on_fail`).
         public var abortedRun: Bool
+
+        /// A threshold's standing in the gate (summary.json `verdict`).
+        public enum Verdict: String, Codable, Sendable {
+            case pass, fail
+            /// The generator was saturated and its delay could have decided it: exit 98.
+            case unjudged
+        }
 
         /// The scenario's key: "round_trip", "round_trip@steady", "round_trip{population:publishers}".
         public var key: String { metric + (population.map { "{population:\($0)}" } ?? "") + (label.map { "@" + $0 } ?? "") }
@@ -46,6 +60,8 @@ extension RunSummary {
             case windowsEvaluated = "windows_evaluated"
             case failingWindow = "failing_window"
             case abortedRun = "aborted_run"
+            case verdict
+            case generatorLagMicros = "generator_lag_us"
         }
 
         public init(metric: String, label: String?, condition: String, observed: Double?, unit: String, limit: Double, observedText: String,
@@ -53,6 +69,22 @@ extension RunSummary {
             self.metric = metric; self.label = label; self.condition = condition; self.observed = observed; self.unit = unit; self.limit = limit
             self.observedText = observedText; self.passed = passed; self.windowsEvaluated = windowsEvaluated
             self.failingWindow = failingWindow; self.abortedRun = abortedRun
+            verdict = passed ? .pass : .fail
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            metric = try c.decode(String.self, forKey: .metric); label = try c.decodeIfPresent(String.self, forKey: .label)
+            population = try c.decodeIfPresent(String.self, forKey: .population); condition = try c.decode(String.self, forKey: .condition)
+            observed = try c.decodeIfPresent(Double.self, forKey: .observed); unit = try c.decode(String.self, forKey: .unit)
+            limit = try c.decode(Double.self, forKey: .limit); observedText = try c.decode(String.self, forKey: .observedText)
+            passed = try c.decode(Bool.self, forKey: .passed)
+            windowsEvaluated = try c.decodeIfPresent(Int.self, forKey: .windowsEvaluated)
+            failingWindow = try c.decodeIfPresent(Window.self, forKey: .failingWindow)
+            abortedRun = try c.decode(Bool.self, forKey: .abortedRun)
+            // Files written before verdicts existed: the condition alone decided.
+            verdict = try c.decodeIfPresent(Verdict.self, forKey: .verdict) ?? (passed ? .pass : .fail)
+            generatorLagMicros = try c.decodeIfPresent(UInt64.self, forKey: .generatorLagMicros)
         }
 
         // Written by hand so that nil optionals become `null` (see RunSummary.encode).
@@ -63,6 +95,7 @@ extension RunSummary {
             try c.encode(observed, forKey: .observed); try c.encode(unit, forKey: .unit); try c.encode(limit, forKey: .limit); try c.encode(observedText, forKey: .observedText)
             try c.encode(passed, forKey: .passed); try c.encode(windowsEvaluated, forKey: .windowsEvaluated)
             try c.encode(failingWindow, forKey: .failingWindow); try c.encode(abortedRun, forKey: .abortedRun)
+            try c.encode(verdict, forKey: .verdict); try c.encode(generatorLagMicros, forKey: .generatorLagMicros)
         }
     }
 }

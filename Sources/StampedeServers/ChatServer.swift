@@ -102,7 +102,14 @@ public final class ChatServer: EventLoopHandler, FaultTarget, SharedBroadcasts, 
 
     /// Reads the statistics from another thread (via the loop).
     public func statisticsSnapshot() -> Statistics {
-        loop.submitAndWait { [self] _ in statistics }
+        loop.submitAndWait { [self] _ in statisticsNow() }
+    }
+
+    /// `statistics` with what the loop counts itself (it does the accepting). On the loop thread.
+    func statisticsNow() -> Statistics {
+        var s = statistics
+        s.limits.acceptRefusals = loop.acceptRefusals
+        return s
     }
 
     // MARK: EventLoopHandler
@@ -251,7 +258,7 @@ public final class ChatServer: EventLoopHandler, FaultTarget, SharedBroadcasts, 
     /// The statistics and the fault state as one JSON line. Call on the loop thread.
     public func statusJSON() -> String {
         "{\"server\":\"chat\",\"delayMs\":\(delayLine.delayNs / 1_000_000),\"maxRateSpacingNs\":\(delayLine.spacingNs),\"path\":\"\(path)\",\"port\":\(port),\"rejectingSeconds\":\(faults.rejectingSecondsLeft() ?? 0),"
-            + statisticsJSONMembers(statistics) + "}"
+            + statisticsJSONMembers(statisticsNow()) + "}"
     }
 
     func drop(reset: Bool) {

@@ -176,7 +176,14 @@ public final class RestServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
 
     /// Reads the statistics from another thread (via the loop).
     public func statisticsSnapshot() -> Statistics {
-        loop.submitAndWait { [self] _ in statistics }
+        loop.submitAndWait { [self] _ in statisticsNow() }
+    }
+
+    /// `statistics` with what the loop counts itself (it does the accepting). On the loop thread.
+    func statisticsNow() -> Statistics {
+        var s = statistics
+        s.limits.acceptRefusals = loop.acceptRefusals
+        return s
     }
 
     /// The version every resource has at Unix time `now`.
@@ -221,7 +228,7 @@ public final class RestServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
             + "\"rejectingSeconds\":\(faults.rejectingSecondsLeft() ?? 0),\"changeRate\":\(changeRate),"
             + "\"rateLimit\":\(rateLimit.map(String.init) ?? "null"),\"auth\":\(token != nil),\"chunked\":\(configuration.chunked),"
             + "\"bodySize\":\(bodySize),\"version\":\(version(at: clock())),"
-            + statisticsJSONMembers(statistics) + "}"
+            + statisticsJSONMembers(statisticsNow()) + "}"
     }
 
     // MARK: EventLoopHandler

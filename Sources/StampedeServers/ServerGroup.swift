@@ -58,7 +58,12 @@ public final class ServerGroup: EventLoopHandler, FaultTarget, @unchecked Sendab
             var p = pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0)
             guard poll(&p, 1, 100) > 0 else { continue }
             let fd = accept(listenFD, nil, nil)
-            guard fd >= 0 else { continue }
+            guard fd >= 0 else {
+                // Out of descriptors (EMFILE, ENFILE) the connection stays waiting and poll says
+                // so at once: rest instead of spinning until the deadline.
+                if cs_errno() != EINTR { Thread.sleep(forTimeInterval: 0.1) }
+                continue
+            }
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             // The hello follows the connect at once; a peer that sends none is not ours.
             var tv = timeval(tv_sec: 5, tv_usec: 0)

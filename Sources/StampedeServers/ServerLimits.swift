@@ -110,6 +110,9 @@ public struct LimitStatistics: Sendable, Equatable, FlatStatistics {
     public var slowConsumersDropped = 0
     public var headerTimeouts = 0
     public var idleTimeouts = 0
+    /// Connections `accept` left waiting for want of descriptors (EMFILE, ENFILE) or kernel
+    /// memory, by cause: each paused the listener for a moment instead of spinning on it.
+    public var acceptRefusals = AcceptRefusalCounts()
 
     public init() {}
 

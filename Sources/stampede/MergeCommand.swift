@@ -43,7 +43,8 @@ struct Merge: ParsableCommand {
         discussion: """
             With --scenario, the scenario's thresholds are judged on the merge (windows on the
             merged per-second latency) and the exit code says how they fared, as for a run:
-            0 passed, 99 a threshold failed. Exit 2 when an input is not a results folder.
+            0 passed, 99 a threshold failed, 98 unjudged (a saturated generator's delay could
+            have decided it). Exit 2 when an input is not a results folder.
 
             Example:
               stampede merge results/a results/b -o results/merged --scenario scenarios/ci-gate.yaml
@@ -83,8 +84,13 @@ struct Merge: ParsableCommand {
         }
         let s = merged.summary
         print("merged \(folders.count) folders: \(s.messages.sent) messages sent, \(s.errorsTotal) errors")
-        for t in s.thresholds ?? [] { print("  \(t.passed ? "✓" : "✗") \(t.key) \(t.condition): \(t.observedText)") }
+        for t in s.thresholds ?? [] {
+            let mark = switch t.verdict { case .pass: "✓"; case .fail: "✗"; case .unjudged: "? (unjudged)" }
+            print("  \(mark) \(t.key) \(t.condition): \(t.observedText)")
+        }
         print(output)
-        if let t = s.thresholds, !t.allSatisfy(\.passed) { throw ExitCode(ExitStatus.thresholdFailed) }
+        // As for a run: a failed threshold, then one a saturated generator could have decided.
+        if let t = s.thresholds, t.contains(where: { $0.verdict == .fail }) { throw ExitCode(ExitStatus.thresholdFailed) }
+        if let t = s.thresholds, t.contains(where: { $0.verdict == .unjudged }) { throw ExitCode(ExitStatus.saturated) }
     }
 }

@@ -306,6 +306,12 @@ struct Serve: ParsableCommand {
             print("\(served) \(stats.requests) requests: \(stats.ok) ok, \(stats.notModified) not modified, \(stats.unauthorized) unauthorized, "
                 + "\(stats.rateLimited) rate limited, \(stats.notFound) not found")
         }
+        let refusals = [chatServer?.statisticsSnapshot().limits.acceptRefusals, hubServer?.statisticsSnapshot().limits.acceptRefusals,
+                        socketIOServer?.statisticsSnapshot().limits.acceptRefusals, restServer?.statisticsSnapshot().limits.acceptRefusals]
+        for case let r? in refusals where r.total > 0 {
+            print("\(served) \(r.total) accepts refused (\(r.processDescriptorLimit) at the process's descriptor limit, \(r.systemDescriptorLimit) at the system's, "
+                + "\(r.kernelMemory) for kernel memory), accepting resumed \(r.resumes) times")
+        }
         loop.stop()
         loop.join()
     }

@@ -45,8 +45,8 @@ struct Stampede: ParsableCommand {
 }
 
 /// Exit codes, for pipelines: 0 passed, 1 the run failed, 2 bad input (scenario or arguments),
-/// 99 a threshold failed, 98 the generator was saturated (a scenario with thresholds: neither
-/// pass nor fail), 130 interrupted. A run's own come from the engine (`RunExitStatus`).
+/// 99 a threshold failed, 98 no verdict (the generator was saturated and its delay could have
+/// decided a threshold), 130 interrupted. A run's own come from the engine (`RunExitStatus`).
 enum ExitStatus {
     static let passed: Int32 = RunExitStatus.passed
     static let runFailed: Int32 = RunExitStatus.runFailed

@@ -44,8 +44,8 @@ struct PopulationRunTests {
               errors: ["count == 0"]
             """)
         let o = try Self.run(s)
-        let saturated = o.populations.contains { $0.outcome.summary.generator.saturated }
-        #expect(o.exitCode == (saturated ? 98 : 0), "\(o.summary.thresholds ?? [])")
+        // Ceilings and counts that held: passes even if the generator was saturated.
+        #expect(o.exitCode == 0, "\(o.summary.thresholds ?? [])")
         let folder = try #require(o.resultsFolder)
         #expect(o.populations.map(\.name) == ["listeners", "publishers", "pollers", "dashboards"])
         var sent: UInt64 = 0, delivered: UInt64 = 0

@@ -45,7 +45,7 @@ struct StepJudge {
     var slos: [ThresholdSpec]
     var limits: CapacityResult.Limits
     /// Client loops busier than this share of their cores mean the generator is the limit.
-    static let saturatedLoopCPUShare = 0.95
+    static let saturatedLoopCPUShare = GeneratorDelay.busyLoopCPUShare
 
     /// The step's figures and verdict. `intendedRate` is messages per second across all clients.
     func judge(_ w: StepWindow, number: Int, stage: CapacitySearch.Stage, load: Double, intendedRate: Double,
@@ -98,10 +98,7 @@ struct StepJudge {
         // lag to a send and as much to the read of the reply.
         let saturated = !invalid.isEmpty
         let lagMicros = Double(w.maxTimerLagNs) / 1000
-        let clearlyServer = sloResults.contains { r in
-            guard !r.passed, r.unit == "us", let observed = r.observed, r.condition.contains("<") else { return false }
-            return observed - 2 * lagMicros > r.limit
-        }
+        let clearlyServer = sloResults.contains { GeneratorDelay.failsBeyondLag($0, lagMicros: lagMicros) }
         if failed.isEmpty || clearlyServer {
             if saturated && !failed.isEmpty { failed.append("the generator was saturated too (\(invalid.joined(separator: "; "))), but that adds at most twice its lag") }
             invalid = []

@@ -73,7 +73,8 @@ public enum HTMLReport {
         if !run.notes.isEmpty {
             body.append(HTMLPage.section("notes", "Files that could not be read", "<ul>" + run.notes.map { "<li>\(HTML.escape($0))</li>" }.joined() + "</ul>"))
         }
-        let verdict = s.fatalError != nil ? "failed" : s.partial ? "partial" : (s.thresholds?.allSatisfy(\.passed) == false ? "thresholds failed" : "complete")
+        let verdict = s.fatalError != nil ? "failed" : s.partial ? "partial" : (s.thresholds?.contains { $0.verdict == .fail } == true ? "thresholds failed"
+            : s.thresholds?.contains { $0.verdict == .unjudged } == true ? "thresholds unjudged" : "complete")
         return HTMLPage.document(title: "Stampede run: \(s.scenario.name)",
                                  subtitle: "\(s.scenario.workload) against \(s.scenario.target), \(s.environment.startedAt), \(verdict)",
                                  body: body.filter { !$0.isEmpty })

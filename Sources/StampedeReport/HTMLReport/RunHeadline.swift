@@ -13,9 +13,10 @@ enum RunHeadline {
             out += HTML.notice("warn", "Generator saturated: latency figures are partly the generator's, not the server's. " + s.generator.warnings.joined(separator: " "))
         }
         if let t = s.thresholds, !t.isEmpty {
-            let failed = t.filter { !$0.passed }.count
-            out += failed == 0 ? HTML.notice("ok", "Thresholds: all \(t.count) passed.")
-                : HTML.notice("fail", "Thresholds: \(failed) of \(t.count) failed.")
+            let failed = t.filter { $0.verdict == .fail }.count, unjudged = t.filter { $0.verdict == .unjudged }.count
+            out += failed > 0 ? HTML.notice("fail", "Thresholds: \(failed) of \(t.count) failed.")
+                : unjudged > 0 ? HTML.notice("warn", "Thresholds: \(unjudged) of \(t.count) unjudged: the saturated generator's delay could have decided them.")
+                : HTML.notice("ok", "Thresholds: all \(t.count) passed.")
         }
         let sc = s.scenario, env = s.environment
         var facts: [(String, String)] = [
@@ -44,11 +45,13 @@ enum RunHeadline {
         guard let list = s.thresholds, !list.isEmpty else { return "" }
         let rows = list.map { t -> [String] in
             let window = t.failingWindow.map { " in the window \(Fmt.sig($0.startSeconds))–\(Fmt.sig($0.endSeconds)) s" } ?? ""
-            return [t.passed ? "✓ pass" : "✗ fail", t.key, t.condition, t.observedText + window,
+            let verdict = switch t.verdict { case .pass: "✓ pass"; case .fail: "✗ fail"; case .unjudged: "? unjudged" }
+            let lag = t.generatorLagMicros.map { Fmt.sig(Double($0) / 1000) + " ms" } ?? ""
+            return [verdict, t.key, t.condition, t.observedText + window, lag,
                     t.abortedRun ? "stopped the run" : ""]
         }
-        return "<h3>Thresholds</h3>" + HTML.table(["verdict", "metric", "condition", "observed", ""], rows, id: "thresholds") {
-            list[$0].passed ? "pass" : "fail"
+        return "<h3>Thresholds</h3>" + HTML.table(["verdict", "metric", "condition", "observed", "generator lag", ""], rows, id: "thresholds") {
+            switch list[$0].verdict { case .pass: "pass"; case .fail: "fail"; case .unjudged: "warn" }
         }
     }
 

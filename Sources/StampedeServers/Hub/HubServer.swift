@@ -149,7 +149,14 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
 
     /// Reads the statistics from another thread (via the loop).
     public func statisticsSnapshot() -> Statistics {
-        loop.submitAndWait { [self] _ in statistics }
+        loop.submitAndWait { [self] _ in statisticsNow() }
+    }
+
+    /// `statistics` with what the loop counts itself (it does the accepting). On the loop thread.
+    func statisticsNow() -> Statistics {
+        var s = statistics
+        s.limits.acceptRefusals = loop.acceptRefusals
+        return s
     }
 
     /// Sends Close with allowReconnect:true to every hub connection and closes them all; later
@@ -186,7 +193,7 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
     /// The statistics and the fault state as one JSON line. Call on the loop thread.
     public func statusJSON() -> String {
         "{\"server\":\"hub\",\"path\":\"\(path)\",\"port\":\(port),\"rejectingSeconds\":\(faults.rejectingSecondsLeft() ?? 0),"
-            + statisticsJSONMembers(statistics) + "}"
+            + statisticsJSONMembers(statisticsNow()) + "}"
     }
 
     /// Close with allowReconnect to open connections, then every transport and idle socket closed.

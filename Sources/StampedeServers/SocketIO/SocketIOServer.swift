@@ -102,7 +102,14 @@ public final class SocketIOServer: EventLoopHandler, FaultTarget, @unchecked Sen
 
     /// Reads the statistics from another thread (via the loop).
     public func statisticsSnapshot() -> Statistics {
-        loop.submitAndWait { [self] _ in statistics }
+        loop.submitAndWait { [self] _ in statisticsNow() }
+    }
+
+    /// `statistics` with what the loop counts itself (it does the accepting). On the loop thread.
+    func statisticsNow() -> Statistics {
+        var s = statistics
+        s.limits.acceptRefusals = loop.acceptRefusals
+        return s
     }
 
     /// Closes every session (Engine.IO close packet, then the transport); later handshakes get
@@ -136,7 +143,7 @@ public final class SocketIOServer: EventLoopHandler, FaultTarget, @unchecked Sen
     /// The statistics and the fault state as one JSON line. Call on the loop thread.
     public func statusJSON() -> String {
         "{\"server\":\"socketio\",\"path\":\"\(path)\",\"port\":\(port),\"rejectingSeconds\":\(faults.rejectingSecondsLeft() ?? 0),"
-            + statisticsJSONMembers(statistics) + "}"
+            + statisticsJSONMembers(statisticsNow()) + "}"
     }
 
     func closeEveryone() {
