@@ -109,10 +109,13 @@ final class LocalClientGroup: ClientGroup {
         var metrics: MetricsShard
         var open: Int, connecting: Int, reconnecting: Int
         var timerLagNs: UInt64, cpuNs: UInt64
+        /// When the loop swapped its shard: where this interval's counts end.
+        var boundaryNs: UInt64
     }
 
     func takeInterval() -> GroupInterval {
         var merged = GroupInterval()
+        var boundarySum: UInt64 = 0
         for (i, w) in workloads.enumerated() {
             // The loop swaps in a cleared shard, so nothing at the boundary runs on the loop thread
             // but the swap (its timers are not held up); the engine clears the taken one here,
@@ -120,7 +123,7 @@ final class LocalClientGroup: ClientGroup {
             let spare = spareShards[i].take() ?? MetricsShard()
             var d = loops[i].submitAndWait { loop in
                 let data = LoopInterval(metrics: w.metrics, open: w.openCount, connecting: w.inFlightConnects, reconnecting: w.reconnectingCount,
-                                        timerLagNs: loop.takeMaxTimerLag(), cpuNs: cs_thread_cpu_ns())
+                                        timerLagNs: loop.takeMaxTimerLag(), cpuNs: cs_thread_cpu_ns(), boundaryNs: EventLoop.now())
                 w.metrics = spare
                 return data
             }
@@ -132,8 +135,12 @@ final class LocalClientGroup: ClientGroup {
             merged.reconnecting += d.reconnecting
             merged.timerLagNs = max(merged.timerLagNs, d.timerLagNs)
             cpuSeen[i] = d.cpuNs
+            boundarySum &+= d.boundaryNs
         }
         merged.loopCPUNs = cpuSeen.reduce(0, +)
+        // The loops share the clients evenly, so the mean of their boundaries is where the
+        // group's interval ends for a per-client rate.
+        merged.boundaryNs = workloads.isEmpty ? 0 : boundarySum / UInt64(workloads.count)
         return merged
     }
 

@@ -41,8 +41,10 @@ extension RunEngine {
         var merged = MetricsShard()
         var open = 0, connecting = 0, reconnecting = 0
         var lag: UInt64 = 0
+        var boundarySum: UInt64 = 0, boundaries: UInt64 = 0
         for (i, g) in groups.enumerated() {
             let d = g.takeInterval()
+            if d.boundaryNs > 0 { boundarySum &+= d.boundaryNs; boundaries += 1 }
             merged.add(d.metrics)
             open += d.open
             connecting += d.connecting
@@ -121,9 +123,16 @@ extension RunEngine {
         sample.errorsByClass = merged.errors
         sample.targetRate = targetRate(fromNs: lastIntervalNs, toNs: now)
         if !final || sample.messagesSent + sample.messagesReceived + sample.errors > 0 { intervals.append(sample) }
+        // The span the interval's counts cover: from the loops' swap at the last boundary to
+        // theirs now. On a busy machine a loop runs the swap tens of milliseconds after the
+        // engine asked for it, by different amounts at the two ends; dividing the counts by the
+        // engine's own span would read a rate a few per cent off (a capacity step's send ratio).
+        let boundary = boundaries > 0 ? boundarySum / boundaries : now
+        defer { lastBoundaryNs = boundary }
         if let observer = options.intervalObserver {
+            let from = signedSeconds(lastBoundaryNs, since: messageStartNs)
             let messagePhase: ClosedRange<Double>? = messageStartNs == 0 ? nil
-                : signedSeconds(lastIntervalNs, since: messageStartNs)...max(signedSeconds(lastIntervalNs, since: messageStartNs), signedSeconds(now, since: messageStartNs))
+                : from...max(from, signedSeconds(boundary, since: messageStartNs))
             var report = IntervalReport(elapsedSeconds: elapsed, phase: phase.rawValue, messagePhaseSeconds: messagePhase, interval: merged, totals: totals,
                                         open: open, connecting: connecting, reconnecting: reconnecting, clients: scenario.clients, timerLagNs: lag,
                                     processCPUPercent: processPercent, clientLoopCPUPercent: loopPercent, loops: groups.reduce(0) { $0 + $1.loopCount },

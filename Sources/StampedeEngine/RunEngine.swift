@@ -112,6 +112,8 @@ public final class RunEngine {
     /// The same for the scenario's named latencies, by key.
     var namedHistogramLogLines: [String: [String]] = [:]
     var lastIntervalNs: UInt64 = 0
+    /// Where the loops' counts of the last interval ended (`GroupInterval.boundaryNs`).
+    var lastBoundaryNs: UInt64 = 0
     var lastOpen = 0
     var phase = RunPhase.rampUp
     let progress: ProgressPrinter
@@ -172,6 +174,7 @@ public final class RunEngine {
         runStartNs = EventLoop.now()
         runStartDate = Date()
         lastIntervalNs = runStartNs
+        lastBoundaryNs = runStartNs
         let rssBeforeConnect = generatorResidentBytes()
         var partialReason: String? = nil
         var fatal: String? = nil

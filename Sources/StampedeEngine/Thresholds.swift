@@ -7,7 +7,8 @@ import StampedeScenario
 /// command line's own (bad input).
 public enum RunExitStatus {
     public static let passed: Int32 = 0
-    /// The run failed (nothing connected, results not written).
+    /// The run failed, for example because no client could connect (the results folder still
+    /// records the connect errors by class).
     public static let runFailed: Int32 = 1
     /// A threshold failed (k6's convention), at the end or live (`abort_on_fail`).
     public static let thresholdFailed: Int32 = 99

@@ -122,5 +122,9 @@ public struct GroupInterval: Sendable {
     /// group shares the engine's process, which measures itself).
     public var processCPUNs: UInt64 = 0
     public var residentBytes: UInt64 = 0
+    /// When the loops swapped out the interval's measurements (`EventLoop.now()`, their mean
+    /// over the group's loops), so the interval's counts end exactly there; 0 when not known
+    /// on this host's clock (a worker's). Not sent over the wire.
+    public var boundaryNs: UInt64 = 0
     public init(metrics: MetricsShard = MetricsShard()) { self.metrics = metrics }
 }

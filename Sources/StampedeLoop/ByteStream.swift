@@ -43,6 +43,15 @@ public enum ByteStream: Sendable, Equatable {
         }
     }
 
+    /// The last write waits for input, not for the socket (`TLSConnection.writeAwaitsInput`).
+    @inline(__always)
+    var writeAwaitsInput: Bool {
+        switch self {
+        case .plainTCP: false
+        case .tls(let t): t.writeAwaitsInput
+        }
+    }
+
     /// Output the stream made but the socket has not taken yet (TLS records).
     @inline(__always)
     var hasPendingOutput: Bool {

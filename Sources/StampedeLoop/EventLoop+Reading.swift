@@ -7,6 +7,11 @@ extension EventLoop {
     // MARK: Input
 
     func readAvailable(_ index: Int, id: ConnectionID) {
+        // Reading may have moved a TLS renegotiation on: its records go out, and a write that
+        // waited for it is tried again, when the loop flushes.
+        defer {
+            if slotIndex(id) != nil, slots[index].stream.writeAwaitsInput || slots[index].stream.hasPendingOutput { markDirty(index) }
+        }
         var budget = configuration.readCapPerWakeup
         // Input a TLS stream holds is read past the budget: the socket would not report it again.
         while budget > 0 || slots[index].stream.hasBufferedInput {

@@ -106,6 +106,11 @@ extension EventLoop {
                     if slots[i].backedUp && out.count < configuration.lowWaterMark {
                         guard relieved(i, id: id) else { return }
                     }
+                    if slots[i].stream.writeAwaitsInput {
+                        // A writable socket would wake the loop for nothing: `readAvailable` retries.
+                        if slots[i].pollingOut { slots[i].pollingOut = false; updateInterest(i) }
+                        return
+                    }
                     if !slots[i].pollingOut {
                         slots[i].pollingOut = true
                         slots[i].lastProgress = wakeTime

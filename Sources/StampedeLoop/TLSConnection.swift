@@ -19,6 +19,10 @@ public final class TLSConnection: @unchecked Sendable {
     /// handshake took once it is done.
     var handshakeStartNs: UInt64 = 0
     var handshakeDurationNs: UInt64 = 0
+    /// The last `write` could not encrypt until the peer's handshake messages arrive (a TLS 1.2
+    /// renegotiation under way): the loop retries it after the next read, not when the socket
+    /// is writable, which it already is.
+    private(set) var writeAwaitsInput = false
 
     /// `serverName`, when given, replaces the context's for this connection (SNI and the
     /// certificate's name check): a hub client that a negotiate redirect sent to another host.
@@ -179,7 +183,13 @@ public final class TLSConnection: @unchecked Sendable {
 
     /// Encrypts up to one record of `bytes` once earlier ciphertext has gone out; reports the
     /// plaintext bytes taken. Their ciphertext may still wait (`hasPendingCiphertext`).
+    ///
+    /// During a TLS 1.2 renegotiation SSL_write cannot encrypt until the peer's next handshake
+    /// messages are read (SSL_ERROR_WANT_READ): that is `.wouldBlock` with `writeAwaitsInput`,
+    /// and the caller retries with the same bytes at their start (OpenSSL's rule for a retried
+    /// write; more may follow them) once input was read.
     func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> IOResult {
+        writeAwaitsInput = false
         switch flushCiphertext(fd) {
         case .failed(let e): return .failed(e)
         case .wouldBlock: return .wouldBlock
@@ -187,7 +197,17 @@ public final class TLSConnection: @unchecked Sendable {
         }
         ERR_clear_error()
         let n = SSL_write(ssl, bytes.baseAddress, Int32(min(bytes.count, 16 * 1024)))
-        guard n > 0 else { return .failed(EPROTO) }
+        if n <= 0 {
+            guard SSL_get_error(ssl, n) == SSL_ERROR_WANT_READ else { return .failed(EPROTO) }
+            // Our part of the handshake (the renegotiation's ClientHello, say) goes out first.
+            switch flushCiphertext(fd) {
+            case .failed(let e): return .failed(e)
+            case .wouldBlock: return .wouldBlock  // retried when the socket takes it
+            case .done: break
+            }
+            writeAwaitsInput = true
+            return .wouldBlock
+        }
         if case .failed(let e) = flushCiphertext(fd) { return .failed(e) }
         return .done(Int(n))
     }

@@ -1,5 +1,6 @@
 import StampedeLoop
 import StampedeWire
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -36,12 +37,38 @@ public enum TargetAdminError: Error, Sendable, CustomStringConvertible {
 /// It runs on its own loop and thread, so it answers even while the server it drives is
 /// stalled; but a request made during a stall is answered when the stall ends, since the
 /// stalled server can neither act on it nor report. A stall's own reply goes out first.
+///
+/// A client cannot hold a connection open by sending slowly or not at all (slowloris): its
+/// request head must arrive whole within `Limits.headerTimeoutNs` of the connect, and the
+/// request may go no longer than `Limits.idleTimeoutNs` without a byte; either closes the
+/// connection, counted in `timedOut` and in /status as `adminConnectionsTimedOut`.
 public final class TargetAdmin: EventLoopHandler, @unchecked Sendable {
+    /// How long a client may take to send its request.
+    public struct Limits: Sendable {
+        /// From the connect until the request head (request line and headers) is complete.
+        public var headerTimeoutNs: UInt64 = 10_000_000_000
+        /// Between two reads of the request, until it is complete.
+        public var idleTimeoutNs: UInt64 = 5_000_000_000
+        public init() {}
+    }
+
+    /// Which timeout closed a connection (the loop's deadline tag).
+    public enum Timeout: UInt8, Sendable {
+        case header = 1
+        case idle = 2
+    }
+
     /// The bound port (useful with port 0).
     public let port: UInt16
     /// The admin's own loop.
     public let loop: EventLoop
+    public let limits: Limits
     let target: any FaultTarget
+    let headerTimeouts = Atomic<Int>(0)
+    let idleTimeouts = Atomic<Int>(0)
+
+    /// Connections closed because their request did not arrive in time (any thread).
+    public var timedOut: (header: Int, idle: Int) { (headerTimeouts.load(ordering: .relaxed), idleTimeouts.load(ordering: .relaxed)) }
 
     struct Request {
         var method: HTTPMethod?
@@ -56,15 +83,19 @@ public final class TargetAdmin: EventLoopHandler, @unchecked Sendable {
         var request = Request()
         /// The request is complete and its answer is on the way: ignore anything else sent.
         var answered = false
+        /// When the head must be complete (`Limits.headerTimeoutNs` after the connect); nil once it is.
+        var headerDeadline: UInt64?
     }
 
     var clients: [ConnectionID: Client] = [:]
 
     /// Starts the endpoint on `address`, which must be 127.0.0.1 (port 0 picks a free port),
     /// on a new loop thread, driving `target`.
-    public init(target: any FaultTarget, address: SocketAddress = .ipv4(0x7F00_0001, port: 0)) throws(TargetAdminError) {
+    public init(target: any FaultTarget, address: SocketAddress = .ipv4(0x7F00_0001, port: 0),
+                limits: Limits = Limits()) throws(TargetAdminError) {
         guard case .ipv4(0x7F00_0001, let requestedPort) = address else { throw .notLocalhost(address) }
         self.target = target
+        self.limits = limits
         do {
             loop = try EventLoop(index: 0)
         } catch {
@@ -74,6 +105,9 @@ public final class TargetAdmin: EventLoopHandler, @unchecked Sendable {
         case .success(let (_, p)): port = p
         case .failure(let e): throw .listen(e)
         }
+        // Deadlines need the loop's sweep (every 100 ms: their precision); a reply is a few
+        // hundred bytes, and a client that never reads it is closed after the send timeout.
+        loop.limits = ConnectionLimits(maxQueuedBytes: 64 * 1024, sendTimeoutNs: 10_000_000_000, sweepIntervalNs: 100_000_000)
         loop.handler = self
         loop.start(name: "stampede-admin")
     }
@@ -87,7 +121,20 @@ public final class TargetAdmin: EventLoopHandler, @unchecked Sendable {
     // MARK: EventLoopHandler
 
     public func accepted(_ id: ConnectionID, listener: ConnectionID, loop: EventLoop) {
-        clients[id] = Client()
+        var client = Client()
+        client.headerDeadline = loop.wakeTime &+ limits.headerTimeoutNs
+        clients[id] = client
+        armDeadline(id, client, loop: loop)
+    }
+
+    /// The sooner of the head's deadline (while the head is incomplete) and the idle one, from now.
+    func armDeadline(_ id: ConnectionID, _ client: Client, loop: EventLoop) {
+        let idle = loop.wakeTime &+ limits.idleTimeoutNs
+        if let header = client.headerDeadline, header <= idle {
+            loop.setDeadline(id, at: header, tag: Timeout.header.rawValue)
+        } else {
+            loop.setDeadline(id, at: idle, tag: Timeout.idle.rawValue)
+        }
     }
 
     public func connectCompleted(_ id: ConnectionID, error: Int32, loop: EventLoop) {}
@@ -103,18 +150,24 @@ public final class TargetAdmin: EventLoopHandler, @unchecked Sendable {
             offset += consumed
             switch event {
             case .needMore:
+                armDeadline(id, client, loop: loop)
                 return offset
             case .head(let head):
                 client.request = Self.request(head, rest)
+                client.headerDeadline = nil
             case .body:
                 break  // no endpoint takes a body
             case .end:
                 client.answered = true
                 clients[id] = client
+                // Answered now, or once the server has acted (a stalled one may take its
+                // stall's length): no deadline but the send timeout from here on.
+                loop.setDeadline(id, at: .max, tag: 0)
                 handle(id, client.request)
                 return all.count
             case .error:
                 client.answered = true
+                loop.setDeadline(id, at: .max, tag: 0)
                 reply(id, status: 400, reason: "Bad Request", body: #"{"ok":false,"error":"malformed HTTP request"}"#)
                 return all.count
             }
@@ -124,6 +177,13 @@ public final class TargetAdmin: EventLoopHandler, @unchecked Sendable {
 
     public func closed(_ id: ConnectionID, reason: CloseReason, loop: EventLoop) {
         clients[id] = nil
+        if case .timedOut(let tag) = reason {
+            switch Timeout(rawValue: tag) {
+            case .header: headerTimeouts.add(1, ordering: .relaxed)
+            case .idle: idleTimeouts.add(1, ordering: .relaxed)
+            case nil: break
+            }
+        }
     }
 
     public func writable(_ id: ConnectionID, loop: EventLoop) {}
@@ -211,7 +271,7 @@ public final class TargetAdmin: EventLoopHandler, @unchecked Sendable {
             let target = self.target
             target.loop.execute { [self] _ in
                 target.status { [self] json in
-                    loop.execute { [self] _ in reply(id, status: 200, reason: "OK", body: json) }
+                    loop.execute { [self] _ in reply(id, status: 200, reason: "OK", body: withAdminCounts(json)) }
                 }
             }
             return
@@ -257,6 +317,14 @@ public final class TargetAdmin: EventLoopHandler, @unchecked Sendable {
                 loop.execute { [self] _ in reply(id, status: 200, reason: "OK", body: body) }
             }
         }
+    }
+
+    /// The target's status object with the admin's own count of timed-out connections first.
+    func withAdminCounts(_ json: String) -> String {
+        guard json.hasPrefix("{") else { return json }
+        let t = timedOut
+        let rest = json.dropFirst()
+        return "{\"adminConnectionsTimedOut\":\(t.header + t.idle)" + (rest.hasPrefix("}") ? "" : ",") + rest
     }
 
     func badRequest(_ id: ConnectionID, _ message: String) {

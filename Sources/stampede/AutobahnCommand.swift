@@ -13,7 +13,7 @@ struct Autobahn: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run Stampede's WebSocket client against an Autobahn fuzzing server (conformance).",
         discussion: """
-            Follows the Autobahn client protocol: getCaseCount, runCase for every case (echoing
+            Follows the Autobahn client protocol: getCaseCount, runCase for every case (echoing \
             each message), updateReports. The server writes the report.
 
             Example (kosoku from PyPI serves the cases):

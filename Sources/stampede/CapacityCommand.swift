@@ -11,20 +11,20 @@ struct Capacity: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Find the most load a server holds within its SLOs, and where latency bends (the knee).",
         discussion: """
-            Runs the scenario in steady steps at one load each (after a warm-up that is not
-            measured): doubling from --from until a step fails, then halving the bracket until it
-            is within --precision, then once more at the answer to confirm it. A step fails on any
-            SLO, on errors or lost messages above their limits, or when fewer messages went out
-            than the schedule asked for (under 99 %). A step where the generator itself was
-            saturated (timers late, client loops at full CPU) is invalid and runs again; invalid
-            twice, it is the generator's ceiling and the search goes on below it. If the server
+            Runs the scenario in steady steps at one load each (after a warm-up that is not \
+            measured): doubling from --from until a step fails, then halving the bracket until it \
+            is within --precision, then once more at the answer to confirm it. A step fails on any \
+            SLO, on errors or lost messages above their limits, or when fewer messages went out \
+            than the schedule asked for (under 99 %). A step where the generator itself was \
+            saturated (timers late, client loops at full CPU) is invalid and runs again; invalid \
+            twice, it is the generator's ceiling and the search goes on below it. If the server \
             holds everything up to that ceiling, the search says so instead of reporting a knee.
 
-            Writes results/capacity-<name>-<time>/ with capacity.json (every step, the answer,
+            Writes results/capacity-<name>-<time>/ with capacity.json (every step, the answer, \
             the knee, why the next step failed), report.html, and each step's own results folder.
 
-            Exit codes: 0 found (or the whole range held), 1 the target could not be reached,
-            2 bad input, 98 the generator was the limit, 99 no load met the SLOs or no answer
+            Exit codes: 0 found (or the whole range held), 1 the target could not be reached, \
+            2 bad input, 98 the generator was the limit, 99 no load met the SLOs or no answer \
             could be confirmed, 130 interrupted (capacity.json is written, marked partial).
 
             Examples:

@@ -41,9 +41,9 @@ struct Merge: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Merge results folders of runs made side by side into one (histograms added exactly, counts summed).",
         discussion: """
-            With --scenario, the scenario's thresholds are judged on the merge (windows on the
-            merged per-second latency) and the exit code says how they fared, as for a run:
-            0 passed, 99 a threshold failed, 98 unjudged (a saturated generator's delay could
+            With --scenario, the scenario's thresholds are judged on the merge (windows on the \
+            merged per-second latency) and the exit code says how they fared, as for a run: \
+            0 passed, 99 a threshold failed, 98 unjudged (a saturated generator's delay could \
             have decided it). Exit 2 when an input is not a results folder.
 
             Example:

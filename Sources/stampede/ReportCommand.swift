@@ -6,18 +6,18 @@ struct Report: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write the self-contained HTML report of a results folder, or of two runs compared.",
         discussion: """
-            One folder (a run's, a merge's or a capacity run's): its report,
-            written to <folder>/report.html unless -o says otherwise. Every run
-            already writes one there; this renders it again. Two folders: the
-            baseline and the current run side by side, with `stampede compare`'s
+            One folder (a run's, a merge's or a capacity run's): its report, \
+            written to <folder>/report.html unless -o says otherwise. Every run \
+            already writes one there; this renders it again. Two folders: the \
+            baseline and the current run side by side, with `stampede compare`'s \
             verdicts and both runs' latency overlaid; -o is required then.
 
-            The page has inline SVG charts and CSS only: no script, and nothing
-            is loaded from a network, so it opens offline and in CI artifact
+            The page has inline SVG charts and CSS only: no script, and nothing \
+            is loaded from a network, so it opens offline and in CI artifact \
             viewers.
 
-            Exit codes: 0 written; 1 the file could not be written; 2 a folder
-            is missing or not a results folder (the message names it), or bad
+            Exit codes: 0 written; 1 the file could not be written; 2 a folder \
+            is missing or not a results folder (the message names it), or bad \
             flags.
 
             Examples:

@@ -13,19 +13,20 @@ struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run a scenario and write its results under results/.",
         discussion: """
-            Prints a progress line every second (to stderr), a summary at the end, and, as the
-            last line on stdout, the results folder. Ctrl-C ends the run early and still writes
+            Prints a progress line every second (to stderr), a summary at the end, and, as the \
+            last line on stdout, the results folder. Ctrl-C ends the run early and still writes \
             what was gathered, marked partial.
 
             Exit codes:
               0    passed (the run completed; every threshold passed)
-              1    the run failed (nothing connected, results not written)
+              1    the run failed, for example because no client could connect. \
+            The results folder still records the connect errors by class
               2    bad input (the scenario file or a flag; the message names file, line and field)
-              99   a threshold failed (at the end, or live with abort_on_fail: the run stopped early);
-                   with a saturated generator, only one missed by more than twice its timer lag
-              98   no verdict: the generator was saturated (timers over 10 ms late, or client loops
-                   at full CPU, for 2 s in a row) and its delay could have decided a threshold;
-                   one that held despite the delay passes (summary.json thresholds[].verdict)
+              99   a threshold failed (at the end, or live with abort_on_fail: the run stopped early); \
+            with a saturated generator, only one missed by more than twice its timer lag
+              98   no verdict: the generator was saturated (timers over 10 ms late, or client loops \
+            at full CPU, for 2 s in a row) and its delay could have decided a threshold; \
+            one that held despite the delay passes (summary.json thresholds[].verdict)
               130  interrupted (Ctrl-C, SIGTERM); results written, marked partial
 
             Examples:
@@ -36,9 +37,9 @@ struct Run: ParsableCommand {
               stampede run scenarios/chat-broadcast.yaml --processes 2
               stampede run scenario.yaml --workers 10.0.0.5:7070,10.0.0.6:7070
 
-            Clients that need more file descriptors than one process may open (20,000 here)
-            run in worker processes (`--processes N` to choose); `--workers` spreads them over
-            `stampede worker`s on other hosts. Either way the run has one schedule, one
+            Clients that need more file descriptors than one process may open (20,000 here) \
+            run in worker processes (`--processes N` to choose); `--workers` spreads them over \
+            `stampede worker`s on other hosts. Either way the run has one schedule, one \
             results folder with exactly merged histograms, and thresholds judged once.
             """)
 

@@ -13,27 +13,27 @@ struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run a reference server (on 127.0.0.1, or the local address --host names): the chat server (/chat), a SignalR hub (--hub), a Socket.IO server (--socketio) or a REST target (--rest).",
         discussion: """
-            A WebSocket endpoint that broadcasts every {"message","user","userID"} it receives to
+            A WebSocket endpoint that broadcasts every {"message","user","userID"} it receives to \
             every connected client, with the server's "date" and "id" added.
 
-            With --rest, an HTTP/1.1 JSON API for ETag polling: every path under --path (/api)
-            is a resource whose version changes --change-rate times a second; answers 304 to a
+            With --rest, an HTTP/1.1 JSON API for ETag polling: every path under --path (/api) \
+            is a resource whose version changes --change-rate times a second; answers 304 to a \
             matching If-None-Match, 401 without the --token, 429 past --rate-limit 200s a second.
 
-            With --hub, a SignalR hub at --path (/hub); with --token (or --token-env), its
+            With --hub, a SignalR hub at --path (/hub); with --token (or --token-env), its \
             negotiate requires 'Authorization: Bearer <token>' (401 otherwise).
 
-            With --socketio, a Socket.IO 4 server (Socket.IO 5 over Engine.IO 4) at --path
-            (/socket.io/): long polling, WebSocket and the upgrade; any namespace; the server
-            pings every --ping-interval ms and drops a client silent for --ping-timeout ms. Events:
-            join(room) joins a room; say({room?, text}) sends `said` with the same arguments to
-            the room (or the namespace), sender included; any other event with an ack is acked
-            with its own arguments (echo); binary attachments travel along; acks are [true] for
-            join and say. With --token (or --token-env), a CONNECT whose auth lacks
+            With --socketio, a Socket.IO 4 server (Socket.IO 5 over Engine.IO 4) at --path \
+            (/socket.io/): long polling, WebSocket and the upgrade; any namespace; the server \
+            pings every --ping-interval ms and drops a client silent for --ping-timeout ms. Events: \
+            join(room) joins a room; say({room?, text}) sends `said` with the same arguments to \
+            the room (or the namespace), sender included; any other event with an ack is acked \
+            with its own arguments (echo); binary attachments travel along; acks are [true] for \
+            join and say. With --token (or --token-env), a CONNECT whose auth lacks \
             {"token":"<token>"} gets CONNECT_ERROR {"message":"not authorized"}.
 
-            With --tls-cert and --tls-key (PEM files), or --tls-self-signed (a throw-away
-            certificate for localhost, 127.0.0.1, ::1 and --host, written where the output says),
+            With --tls-cert and --tls-key (PEM files), or --tls-self-signed (a throw-away \
+            certificate for localhost, 127.0.0.1, ::1 and --host, written where the output says), \
             every connection speaks TLS: wss:// for chat, https:// (and wss://) for the hub and REST.
 
             With --admin-port, a fault switch listens on 127.0.0.1 only:
@@ -43,12 +43,12 @@ struct Serve: ParsableCommand {
               POST /fault/delay?ms=N             hold every broadcast/response N ms (0: off; N <= 10000; not --hub)
               GET  /status                       statistics as JSON
 
-            With --processes N, N server processes share the port (SO_REUSEPORT) under one
-            supervisor: chat broadcasts reach the clients of every process, admin faults reach
-            every process and /status sums them. Hub broadcasts and groups cross too, but hub
-            clients must use WebSockets and skip negotiation (no sticky sessions). Socket.IO
-            `said` broadcasts cross too, but Socket.IO clients must use the WebSocket transport
-            only (transports: [websocket]): a polling session lives in the process that
+            With --processes N, N server processes share the port (SO_REUSEPORT) under one \
+            supervisor: chat broadcasts reach the clients of every process, admin faults reach \
+            every process and /status sums them. Hub broadcasts and groups cross too, but hub \
+            clients must use WebSockets and skip negotiation (no sticky sessions). Socket.IO \
+            `said` broadcasts cross too, but Socket.IO clients must use the WebSocket transport \
+            only (transports: [websocket]): a polling session lives in the process that \
             answered its handshake, and without sticky sessions its next request may reach another.
 
             Example:

@@ -10,15 +10,15 @@ struct Worker: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run one shard of a coordinator's run (stampede run --workers …).",
         discussion: """
-            Listens for a coordinator (`stampede run SCENARIO --workers HOST:PORT,…`), which sends
-            the scenario and this worker's shard of the clients, then drives those clients on
-            this process's loops as the coordinator commands, streaming every interval's
-            histograms and counters back to it. Serves one run, then exits: 0 when the run
-            ended, 1 when the coordinator went away (its clients are closed first), 2 for bad
+            Listens for a coordinator (`stampede run SCENARIO --workers HOST:PORT,…`), which sends \
+            the scenario and this worker's shard of the clients, then drives those clients on \
+            this process's loops as the coordinator commands, streaming every interval's \
+            histograms and counters back to it. Serves one run, then exits: 0 when the run \
+            ended, 1 when the coordinator went away (its clients are closed first), 2 for bad \
             flags, 130 when interrupted.
 
-            On Kubernetes (deploy/kubernetes/), an Indexed Job's JOB_COMPLETION_INDEX gives the
-            shard index and STAMPEDE_WORKER_COUNT the number of workers; the coordinator orders
+            On Kubernetes (deploy/kubernetes/), an Indexed Job's JOB_COMPLETION_INDEX gives the \
+            shard index and STAMPEDE_WORKER_COUNT the number of workers; the coordinator orders \
             the workers by the index each reports and refuses a run where one is missing.
 
             Examples:

@@ -5,10 +5,10 @@ import StampedeScenario
 import Testing
 
 /// `stampede serve` with `arguments`, its port read from its "listening on" line.
-func startServe(_ arguments: [String], via prefix: [String] = []) throws -> (BackgroundProcess, Int) {
+func startServe(_ arguments: [String], via prefix: [String] = [], maxSeconds: Int = 60) throws -> (BackgroundProcess, Int) {
     let command = prefix.isEmpty ? stampedeBinary.path : prefix[0]
     let serve = try BackgroundProcess(command, Array(prefix.dropFirst()) + (prefix.isEmpty ? [] : [stampedeBinary.path])
-                                      + ["serve", "--port", "0", "--max-seconds", "60"] + arguments)
+                                      + ["serve", "--port", "0", "--max-seconds", String(maxSeconds)] + arguments)
     let line = try serve.waitForLine(prefix: "listening on ", timeout: 20)
     let port = try #require(Int(line.split(separator: ":").last!.split(separator: "/").first!))
     return (serve, port)

@@ -59,9 +59,10 @@ import Glibc
     @Test func connectToAClosedPortReportsECONNREFUSED() throws {
         let t = try TestLoop()
         defer { t.shutdown() }
-        // A port that was just free: listen on port 0, then close the listener.
-        let (listener, port) = try t.listen()
-        t.sync { $0.close(listener) }
+        // Bound but never listening: the kernel answers RST, and no one can take the port meanwhile.
+        let refusing = try RefusingPort()
+        defer { withExtendedLifetime(refusing) {} }
+        let port = refusing.port
         let result = t.sync { $0.connect(to: .ipv4(0x7F00_0001, port: port), timeoutNs: 10_000_000_000) }
         switch result {
         case .failure(let e):

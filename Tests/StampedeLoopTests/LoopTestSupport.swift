@@ -190,3 +190,37 @@ extension TimerToken {
     init(testNumber n: UInt64) { self.init(kind: 0, slot: UInt32(truncatingIfNeeded: n), epoch: UInt32(truncatingIfNeeded: n >> 32)) }
     var testNumber: UInt64 { UInt64(epoch) << 32 | UInt64(slot) }
 }
+
+/// A loopback port that refuses every connection for as long as this value lives: a socket
+/// bound to it (without SO_REUSEADDR) that never listens. Closing a listener instead frees the
+/// port, and on a busy machine another test's listener, or a connect's own ephemeral source
+/// port (a TCP self-connect), may take it before the connect under test arrives. No other
+/// socket can bind the port while this one holds it, and connect never picks it as a source.
+final class RefusingPort: Sendable {
+    let fd: Int32
+    let port: UInt16
+
+    init() throws {
+        let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard s >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        let bound = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(s, $0, &len) }
+        }
+        guard bound == 0, named == 0 else {
+            let e = errno
+            close(s)
+            throw POSIXError(.init(rawValue: e) ?? .EIO)
+        }
+        fd = s
+        port = UInt16(bigEndian: addr.sin_port)
+    }
+
+    deinit { close(fd) }
+}

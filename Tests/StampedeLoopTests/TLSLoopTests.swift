@@ -40,6 +40,41 @@ import Glibc
         #expect(context.handshakeCounts.completed == 1)
     }
 
+    /// A TLS 1.2 server renegotiates (s_server's `r` command sends HelloRequest) while the
+    /// client writes: the client answers the renegotiation and every line still arrives, in
+    /// order, with no EPROTO. Each line is written only after the server printed the one
+    /// before, so the HelloRequest is read between two writes whatever the machine's load.
+    @Test func aTLS12RenegotiationBetweenWritesCompletesAndLosesNoBytes() throws {
+        let certs = try TestCertificates()
+        defer { certs.remove() }
+        let s = try OpenSSLProcess(["s_server", "-accept", "127.0.0.1:0", "-cert", certs.certificateFile, "-key", certs.keyFile,
+                                    "-tls1_2", "-msg", "-naccept", "1"], in: certs.folder)
+        defer { s.stop() }
+        let banner = try #require(s.wait(for: "ACCEPT 127.0.0.1:"))
+        let port = try #require(UInt16(banner.split(separator: ":").last!.prefix { $0.isNumber }))
+        let context = try TLSContext(clientCAFile: certs.caFile, serverName: "localhost")
+        let client = try TestLoop(name: "tls-client")
+        defer { client.shutdown() }
+        let id = try client.sync { $0.connect(to: .ipv4(Self.localhost, port: port), timeoutNs: Self.timeout, tls: context) }.get()
+        client.handler.wait("handshake") { $0.connectError(id) != nil }
+        #expect(client.handler.connectError(id) == 0)
+        client.write(id, Array("line-0\n".utf8))
+        s.wait(for: "line-0\n")
+        s.send("r\n")
+        s.wait(for: "SSL_do_handshake -> ")
+        for n in 1...6 {
+            client.write(id, Array("line-\(n)\n".utf8))
+            s.wait(for: "line-\(n)\n")
+        }
+        // The renegotiation's ClientHello and both its Finished messages went by.
+        func count(_ needle: String) -> Int { s.text.components(separatedBy: needle).count - 1 }
+        let deadline = Date().addingTimeInterval(waitLimit)
+        while count("ClientHello") < 2 || count("Finished") < 4, Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        #expect(count("ClientHello") == 2 && count("Finished") == 4, "\(s.text)")
+        #expect(!client.handler.events.contains { if case .closed(id, _) = $0 { true } else { false } })
+        #expect(client.sync { $0.isAlive(id) })
+    }
+
     @Test func loopServerHandshakesWithOpenSSLClient() throws {
         let certs = try TestCertificates()
         defer { certs.remove() }

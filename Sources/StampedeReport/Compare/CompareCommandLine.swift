@@ -46,18 +46,18 @@ public enum CompareCommandLine {
 
     /// The `--help` discussion.
     public static let help = """
-        Reads summary.json and the per-interval latency logs (<metric>.hlog) of two
-        results folders. For each latency metric in both: p50, p90, p99, p99.9 and
-        max side by side, each with a 95% bootstrap interval from the run's own
-        intervals (its noise), the change in %, the Kolmogorov-Smirnov D and the
-        Wasserstein distance (ms) of the whole-run histograms, and a verdict:
+        Reads summary.json and the per-interval latency logs (<metric>.hlog) of two \
+        results folders. For each latency metric in both: p50, p90, p99, p99.9 and \
+        max side by side, each with a 95% bootstrap interval from the run's own \
+        intervals (its noise), the change in %, the Kolmogorov-Smirnov D and the \
+        Wasserstein distance (ms) of the whole-run histograms, and a verdict: \
         slower, faster, no change, spread changed (or too few samples).
 
-        Slower: p50 and p90 both above the baseline's intervals and both up by
-        more than the tolerance (see docs/compare.md). Throughput, errors and
+        Slower: p50 and p90 both above the baseline's intervals and both up by \
+        more than the tolerance (see docs/compare.md). Throughput, errors and \
         accounting follow side by side.
 
-        Exit codes: 0 compared (gate passed); 97 --fail-on tripped on a gated
+        Exit codes: 0 compared (gate passed); 97 --fail-on tripped on a gated \
         metric; 1 a folder or file could not be read; 2 bad flags.
 
         Examples:

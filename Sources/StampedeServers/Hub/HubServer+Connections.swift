@@ -6,6 +6,12 @@ extension HubServer {
     // MARK: Connection table
 
     func newConnection(negotiateVersion: Int, statefulReconnect: Bool) -> HubConnection {
+        // Every connection starts unclaimed (a WebSocket without negotiate is claimed at once).
+        while statistics.unclaimed >= max(1, configuration.maxUnclaimedNegotiations),
+              let oldest = unclaimed.popOldest(connections) {
+            statistics.unclaimedEvicted += 1
+            dispose(oldest)
+        }
         let index: Int
         if let free = freeConnections.popLast() {
             index = free
@@ -20,6 +26,8 @@ extension HubServer {
                               statefulNegotiated: statefulReconnect)
         connections[index] = c
         byToken[c.token] = c
+        statistics.unclaimed += 1
+        unclaimed.append(c, live: statistics.unclaimed, connections)
         c.disposeAt = EventLoop.now() + disconnectTimeoutNs
         scheduleNext(c)
         return c
@@ -27,6 +35,7 @@ extension HubServer {
 
     /// A transport took the connection: the handshake may start.
     func claim(_ c: HubConnection) {
+        if c.phase == .negotiated { statistics.unclaimed -= 1 }
         let now = EventLoop.now()
         c.phase = .handshaking
         c.handshakeDeadline = now + handshakeTimeoutNs
@@ -45,6 +54,7 @@ extension HubServer {
     /// Forgets the connection entirely (its id answers 404 from now on).
     func dispose(_ c: HubConnection) {
         guard !c.disposed else { return }
+        if c.phase == .negotiated { statistics.unclaimed -= 1 }
         if c.phase != .ended { detachHub(c) }
         if c.counted {
             c.counted = false

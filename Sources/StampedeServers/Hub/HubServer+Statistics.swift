@@ -29,6 +29,10 @@ extension HubServer {
         public var statefulReconnectNegotiated = 0
         /// Negotiated ids no transport claimed in time.
         public var unclaimedDisposed = 0
+        /// Negotiated ids disposed unclaimed to make room (`maxUnclaimedNegotiations`), and
+        /// those waiting for a transport now.
+        public var unclaimedEvicted = 0
+        public var unclaimed = 0
         /// WebSocket connections opened without negotiate.
         public var skippedNegotiation = 0
         /// Connections by transport (when the transport claimed them) and by hub protocol

@@ -59,6 +59,11 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
         /// Unclaimed negotiated ids, long-polling connections without a poll, and stateful
         /// WebSocket connections waiting to be resumed are disposed after this long (s).
         public var disconnectTimeout: Double = 15
+        /// Negotiated ids no transport has claimed yet, kept at once. A negotiate beyond it
+        /// disposes the oldest (`Statistics.unclaimedEvicted`): a flood of negotiates that are
+        /// never followed by a transport holds bounded state, not `disconnectTimeout` worth of
+        /// them. A real client claims its id within a round trip, so only a flood reaches it.
+        public var maxUnclaimedNegotiations = 10_000
         /// A long poll with nothing to deliver is answered 200 empty after this long (s).
         public var pollTimeoutSeconds: Double = 15
         /// Largest hub message accepted (the handshake included); bigger closes the connection.
@@ -90,6 +95,8 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
     var connectionGenerations: [UInt32] = []
     var freeConnections: [Int] = []
     var byToken: [HubTokenKey: HubConnection] = [:]
+    /// Negotiated ids not yet claimed, oldest first (HubServer+Connections.swift).
+    var unclaimed = HubUnclaimedQueue()
     /// Handshaken connections: everyone a SendMessage reaches.
     var members: [HubConnection] = []
     var groups = HubGroupTable()

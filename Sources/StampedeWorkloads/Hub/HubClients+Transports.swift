@@ -237,8 +237,9 @@ extension HubClients {
         clients[k].connections.mainState = .none
         if clients[k].phase == .closing { closeSide(k); setPhase(k, .ended); return }
         metrics.error(reason == .endOfFile ? .unexpectedEOF : .connectionReset)
-        // A hub message cut off by the end of the connection (a truncated VarInt or record) is malformed too.
-        if !clients[k].connections.inbound.isEmpty { metrics.error(.protocolError) }
+        // A hub message cut off by the end of the connection (a truncated VarInt or record) is
+        // malformed too; its bytes go with the connection, before a resume opens the next one.
+        if clients[k].connections.dropPartialInbound() { metrics.error(.protocolError) }
         if clients[k].phase == .connected && sessions[k].canResume {
             noteDropped(k)
             resume(k)

@@ -77,6 +77,15 @@ struct HubConnections {
         WebSocketClientSession(configuration: .init(host: "", port: 0, path: "", upgradeTimeoutNs: 0, closeTimeoutNs: 0, maxMessageBytes: 0))
     }
 
+    /// The main connection is gone: a hub message it carried in part can never be completed,
+    /// and what comes next (a resumed connection's Sequence and replay, or a new connection's
+    /// handshake) starts at a message boundary of its own, so the part goes now. Kept, it would
+    /// be read as the start of the new connection's first message. True when there was a part.
+    mutating func dropPartialInbound() -> Bool {
+        defer { inbound = [] }
+        return !inbound.isEmpty
+    }
+
     /// A (re)start: nothing queued or half received, requests to be built for the new connection id.
     mutating func restart() {
         inbound = []
