@@ -138,6 +138,7 @@ public final class PopulationRun {
         let results = outcomes.withLock { $0 }
         let folder: URL
         do { folder = try ResultsWriter.makeRunFolder(in: options.resultsRoot, baseName: options.resultsFolderName ?? ResultsWriter.folderName(scenarioName: scenario.name, startedAt: startedAt)) } catch {
+            for case .success(let o) in results.values { o.record.spooledIntervals?.discard() }
             throw RunSetupError("cannot create the results folder in \(options.resultsRoot.path): \(error)")
         }
         let expected = ledger.expectedFanout(groups: fanoutGroups())

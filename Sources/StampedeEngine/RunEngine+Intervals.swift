@@ -68,12 +68,12 @@ extension RunEngine {
         gauges.clientLoopCPUNs = loopCPUNs
         totals.add(merged)
         addProfileFanoutDue(sent: merged[.messagesSent], open: open)
-        // Each latency metric's interval histogram, as an .hlog line (skipping empty ones).
+        // Each latency metric's interval histogram, as an .hlog line (skipping empty ones), onto its file.
         for (m, line) in HistogramLog.lines(of: merged, startSeconds: seconds(lastIntervalNs &- runStartNs), lengthSeconds: seconds(now &- lastIntervalNs)) {
-            histogramLogLines[m.rawValue].append(line)
+            spool?.append(line: line, toLog: ResultsWriter.hlogFileName(m))
         }
         for (key, line) in HistogramLog.namedLines(of: merged, startSeconds: seconds(lastIntervalNs &- runStartNs), lengthSeconds: seconds(now &- lastIntervalNs)) {
-            namedHistogramLogLines[key, default: []].append(line)
+            spool?.append(line: line, toLog: ResultsWriter.hlogFileName(named: key))
         }
         thresholdBoundary(merged, fromNs: lastIntervalNs, toNs: now, final: final)
         let rssNow = generatorResidentBytes()
@@ -122,7 +122,7 @@ extension RunEngine {
         sample.reconnecting = reconnecting
         sample.errorsByClass = merged.errors
         sample.targetRate = targetRate(fromNs: lastIntervalNs, toNs: now)
-        if !final || sample.messagesSent + sample.messagesReceived + sample.errors > 0 { intervals.append(sample) }
+        if !final || sample.messagesSent + sample.messagesReceived + sample.errors > 0 { spool?.append(row: sample) }
         // The span the interval's counts cover: from the loops' swap at the last boundary to
         // theirs now. On a busy machine a loop runs the swap tens of milliseconds after the
         // engine asked for it, by different amounts at the two ends; dividing the counts by the

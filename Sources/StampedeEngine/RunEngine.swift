@@ -101,16 +101,13 @@ public final class RunEngine {
     /// The embedded reference server, when it runs in this process.
     var embeddedServer: (any FaultTarget)?
     var totals = MetricsShard()
-    var intervals: [IntervalSample] = []
     var warnings: [String] = []
     var runStartNs: UInt64 = 0
     /// The wall clock at `runStartNs`: the .hlog files' StartTime.
     var runStartDate = Date()
-    /// Each latency metric's .hlog interval lines so far (encoded text, not histograms: a long
-    /// run keeps a few hundred bytes per metric and second), by `LatencyMetric.rawValue`.
-    var histogramLogLines: [[String]] = LatencyMetric.allCases.map { _ in [] }
-    /// The same for the scenario's named latencies, by key.
-    var namedHistogramLogLines: [String: [String]] = [:]
+    /// Each interval's .hlog lines and timeseries.csv row, appended to files as the run goes
+    /// (nothing of them is kept in memory); set when the run starts.
+    var spool: IntervalSpool?
     var lastIntervalNs: UInt64 = 0
     /// Where the loops' counts of the last interval ended (`GroupInterval.boundaryNs`).
     var lastBoundaryNs: UInt64 = 0
@@ -166,6 +163,14 @@ public final class RunEngine {
         targetProcesses = plan.targetProcesses
         // Before the target starts: a setup that fails half-way still stops what it started.
         defer { shutdown(interrupted: options.interrupt.isRaised) }
+        let spool: IntervalSpool
+        do { spool = try IntervalSpool.spool(in: options.resultsRoot) } catch {
+            throw RunSetupError("cannot write results in \(options.resultsRoot.path): \(error)")
+        }
+        self.spool = spool
+        // A run that ends without a record to write (a setup error) leaves no spool behind.
+        var spoolHandedOver = false
+        defer { if !spoolHandedOver { spool.finish().discard() } }
         let endpoint = try startTarget()
         clientTLS = try makeClientTLS(embeddedCertificatePEM: embeddedCertificatePEM)
         try startClients(plan: plan, endpoint: endpoint)
@@ -173,6 +178,7 @@ public final class RunEngine {
 
         runStartNs = EventLoop.now()
         runStartDate = Date()
+        spool.startTime = runStartDate
         lastIntervalNs = runStartNs
         lastBoundaryNs = runStartNs
         let rssBeforeConnect = generatorResidentBytes()
@@ -304,7 +310,7 @@ public final class RunEngine {
         let saturated = gauges.saturation.saturated
         var record = RunRecord(
             scenario: scenario, startedAt: startedAt, endedAt: Date(), partial: partialReason != nil || fatal != nil,
-            partialReason: partialReason ?? (fatal != nil ? "the run failed" : nil), fatalError: fatal, totals: totals, intervals: intervals,
+            partialReason: partialReason ?? (fatal != nil ? "the run failed" : nil), fatalError: fatal, totals: totals, intervals: [],
             environment: environment(loops: loopCount), peakOpenConnections: gauges.peakOpen, openConnectionsAtEnd: openAtEnd,
             phaseSeconds: PhaseSeconds(rampUp: rampSeconds, messages: messageSeconds, drain: drainSeconds),
             generator: GeneratorHealth(processCPUSeconds: processCPU, clientLoopCPUSeconds: clientCPU,
@@ -316,10 +322,8 @@ public final class RunEngine {
         record.baselineConnectPhase = eventBook.baselineWindow
         record.tlsFailureReasons = clientTLS?.context.handshakeCounts.reasons
         record.histogramLogStartTime = runStartDate
-        record.namedHistogramLogLines = namedHistogramLogLines
-        record.histogramLogLines = Dictionary(uniqueKeysWithValues: LatencyMetric.allCases.compactMap { m in
-            histogramLogLines[m.rawValue].isEmpty ? nil : (m, histogramLogLines[m.rawValue])
-        })
+        record.spooledIntervals = spool.finish()
+        spoolHandedOver = true
         record.thresholds = GeneratorDelay.judge(thresholdResults(storms: ResultsWriter.summary(of: record).storms),
                                                  lagMicros: gauges.maxTimerLagNs / 1000, saturated: saturated)
         record.workers = workerRecords()

@@ -64,7 +64,7 @@ public enum WorkerService {
                     return end(1, "refused the plan: \(e.description)")
                 }
             case .finish:
-                kept?.write()
+                kept?.finish()
                 group?.stop(interrupted: false)
                 group = nil
                 reply(.bye)
@@ -147,39 +147,36 @@ public enum WorkerService {
     }
 }
 
-/// The intervals a worker sent, as .hlog lines per latency metric (`--keep-intervals`).
+/// The intervals a worker sent, as .hlog lines per latency metric (`--keep-intervals`),
+/// appended to their files as they are sent (nothing kept in memory).
 struct KeptIntervals {
     let folder: URL
     var shard = 0
     let start = Date()
     let startNs = EventLoop.now()
     var lastNs = EventLoop.now()
-    var lines: [LatencyMetric: [String]] = [:]
-    var namedLines: [String: [String]] = [:]
+    /// Opened at the first interval, once the shard (in the file names) is known; nil if the
+    /// folder cannot be made (keeping intervals is a check's aid: the run goes on without).
+    var spool: IntervalSpool?
 
     init(folder: URL) { self.folder = folder }
 
     mutating func add(_ shard: MetricsShard) {
         let now = EventLoop.now()
+        if spool == nil { spool = try? IntervalSpool(folder: folder, startTime: start) }
+        let prefix = "worker-\(self.shard)-"
         for (m, line) in HistogramLog.lines(of: shard, startSeconds: Double(lastNs - startNs) / 1e9, lengthSeconds: Double(now - lastNs) / 1e9) {
-            lines[m, default: []].append(line)
+            spool?.append(line: line, toLog: prefix + ResultsWriter.hlogFileName(m))
         }
         for (key, line) in HistogramLog.namedLines(of: shard, startSeconds: Double(lastNs - startNs) / 1e9, lengthSeconds: Double(now - lastNs) / 1e9) {
-            namedLines[key, default: []].append(line)
+            spool?.append(line: line, toLog: prefix + ResultsWriter.hlogFileName(named: key))
         }
         lastNs = now
     }
 
-    func write() {
-        try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        for (m, l) in lines {
-            let url = folder.appendingPathComponent("worker-\(shard)-\(m.key).hlog")
-            try? HistogramLog.render(startTime: start, lines: l).write(to: url, atomically: true, encoding: .utf8)
-        }
-        for (key, l) in namedLines {
-            let url = folder.appendingPathComponent("worker-\(shard)-" + ResultsWriter.hlogFileName(named: key))
-            try? HistogramLog.render(startTime: start, lines: l).write(to: url, atomically: true, encoding: .utf8)
-        }
+    /// Flushes and closes the files.
+    func finish() {
+        _ = spool?.finish()
     }
 }
 

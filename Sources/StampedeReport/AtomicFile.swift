@@ -51,7 +51,47 @@ enum AtomicFile {
         close(fd)
     }
 
-    private static func writeAll(_ fd: Int32, _ data: Data, path: String) throws {
+    enum OpenResult {
+        case opened(Int32)
+        case failed(String)
+    }
+
+    /// Opens (creating, or appending to) a file of an interval spool.
+    static func openForAppend(_ url: URL) -> OpenResult {
+        let fd = open(url.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        return fd >= 0 ? .opened(fd) : .failed(message(errno))
+    }
+
+    /// Writes all of `data` to `fd`; nil when written, else the system's reason.
+    static func appendAll(_ fd: Int32, _ data: Data) -> String? {
+        do { try writeAll(fd, data, path: "") } catch let ResultsWriterError.cannotWriteFile(_, reason) { return reason } catch { return "\(error)" }
+        return nil
+    }
+
+    /// fsync(2) and close(2); nil when both succeeded, else the reason.
+    static func syncAndClose(_ fd: Int32) -> String? {
+        let synced = fsync(fd) == 0 ? nil : message(errno)
+        let closed = close(fd) == 0 ? nil : message(errno)
+        return synced ?? closed
+    }
+
+    /// Moves a finished file into place: rename(2), or, across file systems, a copy to a
+    /// temp file renamed into place and the original removed. nil when moved, else the reason.
+    static func moveIn(_ from: URL, _ to: URL) -> String? {
+        if rename(from.path, to.path) == 0 { return nil }
+        guard errno == EXDEV else { return message(errno) }
+        let temp = to.deletingLastPathComponent().appendingPathComponent(".\(to.lastPathComponent).tmp-\(getpid())-\(UInt32.random(in: 0 ... .max))")
+        do { try FileManager.default.copyItem(at: from, to: temp) } catch { return "cannot copy \(from.path): \(error.localizedDescription)" }
+        if rename(temp.path, to.path) != 0 {
+            let reason = message(errno)
+            unlink(temp.path)
+            return reason
+        }
+        unlink(from.path)
+        return nil
+    }
+
+    static func writeAll(_ fd: Int32, _ data: Data, path: String) throws {
         try data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) in
             guard let base = buffer.baseAddress else { return }
             var offset = 0

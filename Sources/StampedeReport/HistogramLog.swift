@@ -83,46 +83,13 @@ public enum HistogramLog {
     /// the file gives one; without it, after StartTime when they are more than a year before it
     /// (relative), else absolute. Any malformed line throws, naming the line and field.
     public static func parse(_ text: String) throws(HistogramLogError) -> (startTime: Date?, intervals: [HistogramLogInterval]) {
-        var startTime: Double?
-        var baseTime: Double?
-        var firstAbsolute: Double?
+        var parser = HistogramLogParser()
         var intervals: [HistogramLogInterval] = []
-        var lineNumber = 0
         // Character.isNewline: "\r\n" is one Character, so splitting on "\n" alone would miss it.
         for line in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline) {
-            lineNumber += 1
-            if line.allSatisfy({ $0 == " " || $0 == "\t" }) { continue }
-            if line.hasPrefix("#") {
-                if let value = try headerSeconds(line, key: "#[StartTime:", lineNumber: lineNumber) { startTime = value }
-                if let value = try headerSeconds(line, key: "#[BaseTime:", lineNumber: lineNumber) { baseTime = value }
-                continue
-            }
-            if line.hasPrefix("\"StartTimestamp\"") { continue }
-            if line.hasPrefix("Tag=") { continue }
-            let fields = line.split(separator: ",", omittingEmptySubsequences: false)
-            guard fields.count == 4 else {
-                throw HistogramLogError(line: lineNumber, field: "line", reason: "expected 4 comma-separated fields, found \(fields.count)")
-            }
-            let timestamp = try number(fields[0], field: "StartTimestamp", lineNumber: lineNumber)
-            let length = try number(fields[1], field: "Interval_Length", lineNumber: lineNumber)
-            let max = try number(fields[2], field: "Interval_Max", lineNumber: lineNumber)
-            let histogram: LatencyHistogram
-            do {
-                let maxValue = max >= 0 && max * maxValueUnitRatio < 1e15 ? UInt64((max * maxValueUnitRatio).rounded()) : nil
-                histogram = try HistogramCodec.decodeBase64(fields[3].trimmingCharacters(in: .whitespaces), maxValue: maxValue)
-            } catch {
-                throw HistogramLogError(line: lineNumber, field: "Interval_Compressed_Histogram", reason: error.description)
-            }
-            if baseTime == nil {
-                // Java/Python `HistogramLogReader`: no BaseTime, so deduce it from the first line.
-                if let start = startTime, timestamp < start - 365 * 24 * 3600 { baseTime = start } else { baseTime = 0 }
-            }
-            let absolute = timestamp + (baseTime ?? 0)
-            if firstAbsolute == nil { firstAbsolute = absolute }
-            let origin = startTime ?? firstAbsolute ?? absolute
-            intervals.append(HistogramLogInterval(startSeconds: absolute - origin, lengthSeconds: length, histogram: histogram))
+            if let interval = try parser.take(line) { intervals.append(interval) }
         }
-        return (startTime.map { Date(timeIntervalSince1970: $0) }, intervals)
+        return (parser.startTime.map { Date(timeIntervalSince1970: $0) }, intervals)
     }
 
     /// The seconds of a `#[StartTime: …` or `#[BaseTime: …` comment, nil for other comments.
@@ -155,6 +122,64 @@ public struct HistogramLogError: Error, CustomStringConvertible {
     }
 
     public var description: String { "line \(line), \(field): \(reason)" }
+}
+
+/// `HistogramLog.parse` one line at a time, so a file can be read as it streams by
+/// (`HistogramLogReader`) with one interval in memory at a time.
+public struct HistogramLogParser {
+    /// The file's StartTime (seconds since the epoch) once its header has given it.
+    public private(set) var startTime: Double?
+    private var baseTime: Double?
+    private var firstAbsolute: Double?
+    /// Lines taken so far (the current line's number, from 1).
+    public private(set) var lineNumber = 0
+
+    public init() {}
+
+    /// Takes the next line (without its newline): its interval, or nil for a header, legend,
+    /// blank or tagged line. Throws for a malformed line, naming it and the field.
+    public mutating func take(_ line: Substring) throws(HistogramLogError) -> HistogramLogInterval? {
+        guard let r = try takeRecords(line) else { return nil }
+        return HistogramLogInterval(startSeconds: r.startSeconds, lengthSeconds: r.lengthSeconds, histogram: HistogramCodec.histogram(r.records))
+    }
+
+    /// As `take`, with the interval's histogram as the values to record
+    /// (`HistogramCodec.decodeRecordsBase64`): a reader that keeps only buckets never makes the
+    /// 184 KiB histogram.
+    public mutating func takeRecords(_ line: Substring) throws(HistogramLogError)
+        -> (startSeconds: Double, lengthSeconds: Double, records: [(value: UInt64, count: UInt64)])? {
+        lineNumber += 1
+        if line.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\r" }) { return nil }
+        if line.hasPrefix("#") {
+            if let value = try HistogramLog.headerSeconds(line, key: "#[StartTime:", lineNumber: lineNumber) { startTime = value }
+            if let value = try HistogramLog.headerSeconds(line, key: "#[BaseTime:", lineNumber: lineNumber) { baseTime = value }
+            return nil
+        }
+        if line.hasPrefix("\"StartTimestamp\"") { return nil }
+        if line.hasPrefix("Tag=") { return nil }
+        let fields = line.split(separator: ",", omittingEmptySubsequences: false)
+        guard fields.count == 4 else {
+            throw HistogramLogError(line: lineNumber, field: "line", reason: "expected 4 comma-separated fields, found \(fields.count)")
+        }
+        let timestamp = try HistogramLog.number(fields[0], field: "StartTimestamp", lineNumber: lineNumber)
+        let length = try HistogramLog.number(fields[1], field: "Interval_Length", lineNumber: lineNumber)
+        let max = try HistogramLog.number(fields[2], field: "Interval_Max", lineNumber: lineNumber)
+        let records: [(value: UInt64, count: UInt64)]
+        do {
+            let maxValue = max >= 0 && max * HistogramLog.maxValueUnitRatio < 1e15 ? UInt64((max * HistogramLog.maxValueUnitRatio).rounded()) : nil
+            records = try HistogramCodec.decodeRecordsBase64(fields[3].trimmingCharacters(in: .whitespacesAndNewlines), maxValue: maxValue)
+        } catch {
+            throw HistogramLogError(line: lineNumber, field: "Interval_Compressed_Histogram", reason: error.description)
+        }
+        if baseTime == nil {
+            // Java/Python `HistogramLogReader`: no BaseTime, so deduce it from the first line.
+            if let start = startTime, timestamp < start - 365 * 24 * 3600 { baseTime = start } else { baseTime = 0 }
+        }
+        let absolute = timestamp + (baseTime ?? 0)
+        if firstAbsolute == nil { firstAbsolute = absolute }
+        let origin = startTime ?? firstAbsolute ?? absolute
+        return (absolute - origin, length, records)
+    }
 }
 
 extension HistogramLog {

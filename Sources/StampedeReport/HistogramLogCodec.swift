@@ -105,36 +105,62 @@ public enum HistogramCodec {
     /// to: `maxValue` (the line's Interval_Max, in the histogram's unit) restores it when it lies in
     /// the highest bucket, so percentiles come back exactly too.
     public static func decodeBase64(_ text: some StringProtocol, maxValue: UInt64? = nil) throws(HistogramCodecError) -> LatencyHistogram {
+        histogram(try decodeRecordsBase64(text, maxValue: maxValue))
+    }
+
+    /// What `decodeBase64` records, without the 184 KiB histogram: (value, count) pairs in
+    /// increasing value order. A reader that keeps only buckets (`SparseHistogram`) takes these.
+    public static func decodeRecordsBase64(_ text: some StringProtocol, maxValue: UInt64? = nil) throws(HistogramCodecError) -> [(value: UInt64, count: UInt64)] {
         guard let data = Data(base64Encoded: String(text)) else { throw .invalidBase64 }
-        return try decodeCompressed([UInt8](data), maxValue: maxValue)
+        return try decodeCompressedRecords([UInt8](data), maxValue: maxValue)
     }
 
     /// Decodes a V2 compressed encoding (envelope + zlib stream).
     public static func decodeCompressed(_ bytes: [UInt8], maxValue: UInt64? = nil) throws(HistogramCodecError) -> LatencyHistogram {
+        histogram(try decodeCompressedRecords(bytes, maxValue: maxValue))
+    }
+
+    static func decodeCompressedRecords(_ bytes: [UInt8], maxValue: UInt64?) throws(HistogramCodecError) -> [(value: UInt64, count: UInt64)] {
         var reader = ByteReader(bytes: bytes)
         guard let cookie = reader.uint32(), let length = reader.uint32() else { throw .truncated("compressed header") }
         guard cookie & ~0xf0 == compressedCookieBase else { throw .badCookie(cookie) }
         guard Int(length) == bytes.count - 8 else { throw .lengthMismatch(declared: Int(length), actual: bytes.count - 8) }
         let payload = try inflate(Array(bytes[8...]))
-        return try decodePayload(payload, maxValue: maxValue)
+        return try decodePayloadRecords(payload, maxValue: maxValue)
     }
 
     /// Decodes an uncompressed V2 payload.
     static func decodePayload(_ bytes: [UInt8], maxValue: UInt64? = nil) throws(HistogramCodecError) -> LatencyHistogram {
-        let (layout, entries) = try decodeEntries(bytes)
+        histogram(try decodePayloadRecords(bytes, maxValue: maxValue))
+    }
+
+    /// A histogram with `records` recorded.
+    static func histogram(_ records: [(value: UInt64, count: UInt64)]) -> LatencyHistogram {
         var histogram = makeLatencyHistogram()
+        for r in records { histogram.record(r.value, count: r.count) }
+        return histogram
+    }
+
+    /// The values to record for an uncompressed V2 payload: each bucket's value and count, the
+    /// highest bucket's exact `maxValue` apart.
+    static func decodePayloadRecords(_ bytes: [UInt8], maxValue: UInt64?) throws(HistogramCodecError) -> [(value: UInt64, count: UInt64)] {
+        let (layout, entries) = try decodeEntries(bytes)
+        var records: [(value: UInt64, count: UInt64)] = []
+        records.reserveCapacity(entries.count + 1)
         for (n, entry) in entries.enumerated() {
             let bucketValue = layout.value(atIndex: entry.index)
             guard bucketValue <= HistogramLayout.latency.highestTrackableValue else { throw .valueOutOfRange(bucketValue) }
             var count = entry.count
+            var exactMax: UInt64?
             if n == entries.count - 1, let max = maxValue, max > bucketValue, layout == HistogramLayout.latency,
                max <= HistogramLayout.latency.highestTrackableValue, layout.countsIndex(for: max) == entry.index {
-                histogram.record(max, count: 1)
+                exactMax = max
                 count -= 1
             }
-            if count > 0 { histogram.record(bucketValue, count: count) }
+            if count > 0 { records.append((bucketValue, count)) }
+            if let exactMax { records.append((exactMax, 1)) }
         }
-        return histogram
+        return records
     }
 
     /// The header's layout and the non-zero counts by index, in index order.

@@ -7,13 +7,16 @@ import StampedeMetrics
 /// intervals aligned by wall time (StartTime + StartTimestamp) and merged when they start in the
 /// same second; counters, errors and bytes are summed. What cannot be added is documented in
 /// docs/results.md (a merged folder).
+///
+/// The logs are streamed, never held: each walk of a merged log (`MergedLog.intervals()`) reads
+/// its inputs again one interval at a time, so a merge's memory does not grow with the runs' length.
 public enum ResultsMerge {
     /// One input folder, read.
     struct Input {
         var folder: URL
         var summary: RunSummary
-        /// Metric key → the log's StartTime and intervals.
-        var logs: [String: (startTime: Date, intervals: [HistogramLogInterval])]
+        /// Metric key → its log (StartTime read from the header; intervals streamed when walked).
+        var logs: [String: MergedLog.Part]
     }
 
     /// Reads the folders, writes the merged folder `output` (created; it must not exist or be
@@ -27,15 +30,16 @@ public enum ResultsMerge {
     /// summary (thresholds judged on the merge) first.
     public struct Merged {
         public var summary: RunSummary
-        /// Metric key → the merged log's StartTime (the earliest input's) and its intervals.
-        public var logs: [String: (startTime: Date, intervals: [HistogramLogInterval])]
+        /// Metric key → the merged log: its StartTime (the earliest input's) and its inputs.
+        public var logs: [String: MergedLog]
     }
 
-    /// Reads and merges the folders (nothing is written).
+    /// Reads and merges the folders (nothing is written). Every interval log is read through
+    /// once here, so a malformed one is named now.
     public static func combine(_ folders: [URL], output: URL) throws(ResultsMergeError) -> Merged {
         guard folders.count >= 1 else { throw .badInput("no results folders to merge") }
         let inputs = try folders.map { folder throws(ResultsMergeError) in try read(folder) }
-        let (summary, logs) = combine(inputs, output: output)
+        let (summary, logs) = try combine(inputs, output: output)
         return Merged(summary: summary, logs: logs)
     }
 
@@ -61,16 +65,17 @@ public enum ResultsMerge {
         do { summary = try RunSummary.decode(from: data) } catch {
             throw .badInput("\(summaryURL.path): unreadable: \(error)")
         }
-        var logs: [String: (startTime: Date, intervals: [HistogramLogInterval])] = [:]
+        var logs: [String: MergedLog.Part] = [:]
         for (key, latency) in summary.latencyMicros where latency.count > 0 {
             let url = folder.appendingPathComponent(key + ".hlog")
-            guard let text = try? String(contentsOf: url, encoding: .utf8) else {
+            guard let stream = HistogramLogStream(url: url) else {
                 throw .badInput("\(url.path): missing or unreadable (summary.json has \(latency.count) \(key) samples)")
             }
+            // The header comes before the first interval: reading that one gives the StartTime.
             do {
-                let log = try HistogramLog.parse(text)
-                guard let start = log.startTime else { throw HistogramLogError(line: 1, field: "StartTime", reason: "missing") }
-                logs[key] = (start, log.intervals)
+                _ = try stream.next()
+                guard let start = stream.startTime else { throw HistogramLogError(line: 1, field: "StartTime", reason: "missing") }
+                logs[key] = MergedLog.Part(startTime: start, url: url)
             } catch {
                 throw .badInput("\(url.path): \(error)")
             }
@@ -79,20 +84,21 @@ public enum ResultsMerge {
     }
 
     /// The merged summary and each metric's merged log (StartTime: the earliest input's).
-    static func combine(_ inputs: [Input], output: URL) -> (RunSummary, [String: (startTime: Date, intervals: [HistogramLogInterval])]) {
-        var logs: [String: (startTime: Date, intervals: [HistogramLogInterval])] = [:]
+    static func combine(_ inputs: [Input], output: URL) throws(ResultsMergeError) -> (RunSummary, [String: MergedLog]) {
+        var logs: [String: MergedLog] = [:]
         let keys = Set(inputs.flatMap { $0.logs.keys })
         for key in keys {
             let parts = inputs.compactMap { $0.logs[key] }
             guard let start = parts.map(\.startTime).min() else { continue }
-            logs[key] = (start, alignIntervals(parts, startTime: start))
+            logs[key] = MergedLog(startTime: start, parts: parts)
         }
         var s = inputs[0].summary
         for other in inputs.dropFirst().map(\.summary) { add(other, to: &s) }
         var latency: [String: RunSummary.Latency] = [:]
         for (key, log) in logs {
             var total = makeLatencyHistogram()
-            for interval in log.intervals { total.add(interval.histogram) }
+            let intervals = log.intervals()
+            while let interval = try intervals.next() { total.add(interval.histogram) }
             if total.totalCount > 0 { latency[key] = ResultsWriter.latencySummary(total) }
         }
         s.latencyMicros = latency
@@ -116,28 +122,17 @@ public enum ResultsMerge {
     }
 
     /// Intervals of several logs on one timeline: each interval's wall-clock start, as seconds
-    /// after `startTime`, rounded down to the second, decides which merged interval it joins.
+    /// after `startTime`, rounded down to the second, decides which merged interval it joins
+    /// (as `MergedIntervals` does for logs read from files).
     public static func alignIntervals(_ parts: [(startTime: Date, intervals: [HistogramLogInterval])], startTime: Date) -> [HistogramLogInterval] {
-        var bySecond: [Int: HistogramLogInterval] = [:]
-        for part in parts {
-            let offset = part.startTime.timeIntervalSince(startTime)
-            for interval in part.intervals {
-                let start = offset + interval.startSeconds
-                let second = Int(max(0, min(start, 1e9)).rounded(.down))
-                if var merged = bySecond[second] {
-                    let end = max(merged.startSeconds + merged.lengthSeconds, start + interval.lengthSeconds)
-                    merged.startSeconds = min(merged.startSeconds, start)
-                    merged.lengthSeconds = end - merged.startSeconds
-                    merged.histogram.add(interval.histogram)
-                    bySecond[second] = merged
-                } else {
-                    var copy = interval
-                    copy.startSeconds = start
-                    bySecond[second] = copy
-                }
-            }
+        let sources = parts.map { part -> MergedIntervals.Source in
+            var sorted = part.intervals.sorted { $0.startSeconds < $1.startSeconds }.makeIterator()
+            return MergedIntervals.Source(name: "", offset: part.startTime.timeIntervalSince(startTime)) { sorted.next() }
         }
-        return bySecond.keys.sorted().compactMap { bySecond[$0] }
+        let merged = MergedIntervals(sources)
+        var out: [HistogramLogInterval] = []
+        while let interval = try? merged.next() { out.append(interval) }
+        return out
     }
 
     /// Sums `other`'s counts into `s`; peaks and gauges of runs that ran side by side are summed
@@ -233,7 +228,7 @@ public enum ResultsMerge {
 
     /// Writes the merged folder: `.hgrm` and `.hlog` per metric, summary.json last.
     /// Writes the folder (report.html included) and returns the summary as written.
-    static func write(_ summary: RunSummary, logs: [String: (startTime: Date, intervals: [HistogramLogInterval])], to output: URL,
+    static func write(_ summary: RunSummary, logs: [String: MergedLog], to output: URL,
                       besides: Set<String> = []) throws(ResultsMergeError) -> RunSummary {
         let fm = FileManager.default
         if let existing = try? fm.contentsOfDirectory(atPath: output.path), !existing.allSatisfy(besides.contains) {
@@ -241,26 +236,123 @@ public enum ResultsMerge {
         }
         do {
             try fm.createDirectory(at: output, withIntermediateDirectories: true)
-            var written: [String: Data] = [:]
-            for (key, log) in logs {
+            for (key, log) in logs.sorted(by: { $0.key < $1.key }) {
+                // Each merged interval onto the file as it is made; the file is moved in whole.
+                let spool = try IntervalSpool.spool(in: output)
+                spool.startTime = log.startTime
                 var total = makeLatencyHistogram()
-                for interval in log.intervals { total.add(interval.histogram) }
+                let intervals = log.intervals()
+                do {
+                    while let interval = try intervals.next() {
+                        total.add(interval.histogram)
+                        spool.append(line: HistogramLog.line(interval), toLog: key + ".hlog")
+                    }
+                } catch {
+                    spool.finish().discard()
+                    throw error
+                }
+                let spooled = spool.finish()
+                defer { spooled.discard() }
+                if try !spooled.move(key + ".hlog", into: output) {
+                    try AtomicFile.write(Data(HistogramLog.header(startTime: log.startTime).utf8), to: output.appendingPathComponent(key + ".hlog"))
+                }
                 try AtomicFile.write(Data(ResultsWriter.hgrm(total).utf8), to: output.appendingPathComponent(key + ".hgrm"))
-                let hlog = Data(HistogramLog.render(startTime: log.startTime, intervals: log.intervals).utf8)
-                try AtomicFile.write(hlog, to: output.appendingPathComponent(key + ".hlog"))
-                written[key + ".hlog"] = hlog
             }
             // report.html from the files above, before summary.json (the last file, as in a run's folder).
             var summary = summary
-            written[ResultsWriter.summaryFileName] = try summary.jsonData()
-            summary.generator.warnings += ResultsWriter.writeReport(files: written, folder: output, summary: &summary)
+            summary.generator.warnings += ResultsWriter.writeReport(files: [ResultsWriter.summaryFileName: try summary.jsonData()], folder: output, summary: &summary)
             try AtomicFile.write(try summary.jsonData(), to: output.appendingPathComponent(ResultsWriter.summaryFileName))
             AtomicFile.syncDirectory(output)
             return summary
+        } catch let error as ResultsMergeError {
+            throw error
         } catch {
             throw .writeFailed("\(output.path): \(error)")
         }
     }
+}
+
+/// One metric's merged log: its StartTime (the earliest input's) and the input logs it adds.
+public struct MergedLog: Sendable {
+    public struct Part: Sendable {
+        public var startTime: Date
+        public var url: URL
+    }
+    public var startTime: Date
+    public var parts: [Part]
+
+    /// The merged intervals, read from the inputs as they are walked (each call starts again).
+    public func intervals() -> MergedIntervals {
+        MergedIntervals(parts.map { part in
+            let stream = HistogramLogStream(url: part.url)
+            return MergedIntervals.Source(name: part.url.path, offset: part.startTime.timeIntervalSince(startTime)) { () throws(HistogramLogError) in
+                try stream?.next()
+            }
+        })
+    }
+}
+
+/// Several interval logs on one timeline, one merged interval at a time: the intervals of every
+/// input that start in the same second (wall clock: each input's StartTime + StartTimestamp,
+/// after the merged log's StartTime, rounded down) are added into one. Each input is read in
+/// order, so it must be in time order (a log Stampede wrote is).
+public final class MergedIntervals {
+    public struct Source {
+        var name: String
+        /// The input's StartTime after the merged log's, seconds.
+        var offset: Double
+        var next: () throws(HistogramLogError) -> HistogramLogInterval?
+    }
+    private var sources: [Source]
+    private var heads: [HistogramLogInterval?]
+    private var started = false
+
+    init(_ sources: [Source]) {
+        self.sources = sources
+        heads = sources.map { _ in nil }
+    }
+
+    /// The next merged interval; nil when every input is done. Throws for a malformed input, or
+    /// one whose intervals go back in time, naming it.
+    public func next() throws(ResultsMergeError) -> HistogramLogInterval? {
+        if !started {
+            started = true
+            for i in sources.indices { heads[i] = try pull(i) }
+        }
+        guard let second = heads.indices.compactMap({ i in heads[i].map { self.second($0) } }).min() else { return nil }
+        var merged: HistogramLogInterval?
+        for i in sources.indices {
+            while let head = heads[i], self.second(head) == second {
+                if var m = merged {
+                    let end = max(m.startSeconds + m.lengthSeconds, head.startSeconds + head.lengthSeconds)
+                    m.startSeconds = min(m.startSeconds, head.startSeconds)
+                    m.lengthSeconds = end - m.startSeconds
+                    m.histogram.add(head.histogram)
+                    merged = m
+                } else {
+                    merged = head
+                }
+                heads[i] = try pull(i)
+                if let next = heads[i], self.second(next) < second {
+                    throw .badInput("\(sources[i].name): intervals out of time order (one at \(next.startSeconds) s after one at \(head.startSeconds) s)")
+                }
+            }
+        }
+        return merged
+    }
+
+    /// The input's next interval, its start moved onto the merged timeline.
+    private func pull(_ i: Int) throws(ResultsMergeError) -> HistogramLogInterval? {
+        do {
+            guard var interval = try sources[i].next() else { return nil }
+            interval.startSeconds += sources[i].offset
+            return interval
+        } catch {
+            throw .badInput("\(sources[i].name): \(error)")
+        }
+    }
+
+    private func second(_ interval: HistogramLogInterval) -> Int { Int(max(0, min(interval.startSeconds, 1e9)).rounded(.down)) }
 }
 
 /// Why a merge failed: bad input (exit 2, naming the folder or file) or the output could not be written.

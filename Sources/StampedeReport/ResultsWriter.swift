@@ -26,39 +26,41 @@ public enum ResultsWriter {
     public static func write(_ record: RunRecord, resultsRoot: URL, folderName givenName: String? = nil) throws -> URL {
         var summary = summary(of: record)
         let folder = try makeRunFolder(in: resultsRoot, baseName: givenName.map(safeName) ?? folderName(scenarioName: record.scenario.name, startedAt: record.startedAt))
-        // The files as written, kept for report.html, which is rendered from them before
-        // summary.json is written (summary.json stays the last file of a complete folder).
-        var written: [String: Data] = [:]
-        func put(_ data: Data, _ name: String) throws {
-            try AtomicFile.write(data, to: folder.appendingPathComponent(name))
-            written[name] = data
+        func put(_ data: Data, _ name: String) throws { try AtomicFile.write(data, to: folder.appendingPathComponent(name)) }
+        // The engine's interval files are moved in as they are; the spool goes either way (a
+        // record's spooled intervals are written once).
+        let spooled = record.spooledIntervals
+        defer { spooled?.discard() }
+        func moveOrPut(_ name: String, _ render: () -> String) throws {
+            if try spooled?.move(name, into: folder) != true { try put(Data(render().utf8), name) }
         }
         for metric in metricsWithSamples(record.totals) {
             let text = hgrm(record.totals.histograms[metric.rawValue])
             try AtomicFile.write(Data(text.utf8), to: folder.appendingPathComponent(hgrmFileName(metric)))
-            try put(Data(hlog(record, metric).utf8), hlogFileName(metric))
+            try moveOrPut(hlogFileName(metric)) { hlog(record, metric) }
         }
         for key in namedLatenciesWithSamples(record.totals) {
             let text = hgrm(record.totals.named.histogram(key)!)
             try AtomicFile.write(Data(text.utf8), to: folder.appendingPathComponent(hgrmFileName(named: key)))
-            try put(Data(hlog(record, named: key).utf8), hlogFileName(named: key))
+            try moveOrPut(hlogFileName(named: key)) { hlog(record, named: key) }
         }
-        try put(Data(timeseriesCSV(record.intervals).utf8), timeseriesFileName)
+        try moveOrPut(timeseriesFileName) { timeseriesCSV(record.intervals) }
         for storm in record.storms {
             try put(Data(stormCSV(storm).utf8), stormFileName(storm.number))
             if let command = storm.command {
                 try AtomicFile.write(Data(command.output.utf8), to: folder.appendingPathComponent(commandLogFileName(storm.number)))
             }
         }
-        written[summaryFileName] = try summary.jsonData()
-        summary.generator.warnings += writeReport(files: written, folder: folder, summary: &summary)
+        // report.html is rendered from the folder's files and the summary.json about to be
+        // written (summary.json stays the last file of a complete folder).
+        summary.generator.warnings += writeReport(files: [summaryFileName: try summary.jsonData()], folder: folder, summary: &summary)
         try AtomicFile.write(try summary.jsonData(), to: folder.appendingPathComponent(summaryFileName))
         AtomicFile.syncDirectory(folder)
         return folder
     }
 
-    /// Writes report.html from the folder's other files (`files`, summary.json's text included)
-    /// and lists it in `summary.files`. A report that cannot be made must not cost the run its
+    /// Writes report.html from the folder's files, `files` (summary.json's text) in place of
+    /// its own, and lists it in `summary.files`. A report that cannot be made must not cost the run its
     /// results: the reason goes to stderr and is returned, to be added to the warnings.
     static func writeReport(files: [String: Data], folder: URL, summary: inout RunSummary) -> [String] {
         if let problem = HTMLReport.write(files: files, folder: folder) {
@@ -324,12 +326,16 @@ public enum ResultsWriter {
     /// timeseries.csv: the header, then one row per interval.
     public static func timeseriesCSV(_ intervals: [IntervalSample]) -> String {
         var csv = timeseriesHeader + "\n"
-        for s in intervals {
-            csv += "\(fixed3(s.elapsedSeconds)),\(s.openConnections),\(s.messagesSent),\(s.messagesReceived),\(s.errors),\(s.p50Micros),\(s.p99Micros),\(s.connecting),\(s.reconnecting)"
-            for e in ErrorClass.allCases { csv += ",\(e.rawValue < s.errorsByClass.count ? s.errorsByClass[e.rawValue] : 0)" }
-            csv += ",\(fixed3(s.targetRate))\n"
-        }
+        for s in intervals { csv += timeseriesRow(s) }
         return csv
+    }
+
+    /// One row of timeseries.csv, with its newline.
+    public static func timeseriesRow(_ s: IntervalSample) -> String {
+        var row = "\(fixed3(s.elapsedSeconds)),\(s.openConnections),\(s.messagesSent),\(s.messagesReceived),\(s.errors),\(s.p50Micros),\(s.p99Micros),\(s.connecting),\(s.reconnecting)"
+        for e in ErrorClass.allCases { row += ",\(e.rawValue < s.errorsByClass.count ? s.errorsByClass[e.rawValue] : 0)" }
+        row += ",\(fixed3(s.targetRate))\n"
+        return row
     }
 
     /// Names of the files `write` puts beside summary.json, in the order it writes them.

@@ -15,7 +15,7 @@ public struct RunRecord: Sendable {
     public var fatalError: String?
     /// Totals over the whole run, all loops merged.
     public var totals: MetricsShard
-    /// Merged histograms of the message phase only (the steady-state figures).
+    /// timeseries.csv's rows, when they are not in `spooledIntervals`.
     public var intervals: [IntervalSample]
     public var environment: RunEnvironment
     /// Largest number of connections open at once.
@@ -42,6 +42,11 @@ public struct RunRecord: Sendable {
     public var histogramLogStartTime: Date? = nil
     /// As `histogramLogLines`, for the latencies a scenario names (`MetricsShard.named`), by key.
     public var namedHistogramLogLines: [String: [String]] = [:]
+    /// The engine's interval files (each metric's .hlog lines, timeseries.csv's rows), written
+    /// as the run went (`IntervalSpool`); `ResultsWriter.write` moves them into the results
+    /// folder in place of rendering `histogramLogLines` and `intervals`. nil for a record made
+    /// without them.
+    public var spooledIntervals: SpooledIntervals? = nil
     /// How the scenario's thresholds fared (set by the engine at the end of the run); nil when it has none.
     public var thresholds: [RunSummary.Threshold]? = nil
     /// The worker processes of a run spread over several; nil for a run in one process.

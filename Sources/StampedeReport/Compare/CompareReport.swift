@@ -58,8 +58,13 @@ public struct CompareReport: Codable, Sendable, Equatable {
                 notes.append("\(key): only in the \(b.summary.latencyMicros[key] != nil ? "baseline" : "current") run")
                 continue
             }
-            guard let bi = try b.intervals(key), let ci = try c.intervals(key) else {
-                notes.append("\(key): no \(key).hlog (interval log) in \(try b.intervals(key) == nil ? baseline.path : current.path)")
+            // One metric at a time: what is in memory is its two runs' bins, whatever their length.
+            guard let bi = try b.intervals(key, maxBins: settings.resamplingBins) else {
+                notes.append("\(key): no \(key).hlog (interval log) in \(baseline.path)")
+                continue
+            }
+            guard let ci = try c.intervals(key, maxBins: settings.resamplingBins) else {
+                notes.append("\(key): no \(key).hlog (interval log) in \(current.path)")
                 continue
             }
             metrics.append(MetricComparison.make(metric: key, baseline: bi, current: ci, settings: settings))
@@ -111,15 +116,18 @@ struct CompareInput {
         }
     }
 
-    /// The metric's per-interval histograms from `<metric>.hlog`; nil when the file is missing.
-    func intervals(_ metric: String) throws -> [LatencyHistogram]? {
+    /// The metric's intervals from `<metric>.hlog`, read in one pass into at most `maxBins`
+    /// bins and the exact whole-run histogram; nil when the file is missing.
+    func intervals(_ metric: String, maxBins: Int) throws -> IntervalBins? {
         let file = folder.appendingPathComponent("\(metric).hlog")
         guard FileManager.default.fileExists(atPath: file.path) else { return nil }
-        guard let text = try? String(contentsOf: file, encoding: .utf8) else { throw CompareError("\(file.path): cannot read it") }
+        guard let stream = HistogramLogStream(url: file) else { throw CompareError("\(file.path): cannot read it") }
+        var bins = IntervalBins(maxBins: maxBins)
         do {
-            return try CompareIntervalLog.histograms(text)
+            while let r = try stream.nextRecords() { bins.add(records: r.records, startSeconds: r.startSeconds, lengthSeconds: r.lengthSeconds) }
         } catch {
             throw CompareError("\(file.path): \(error)")
         }
+        return bins
     }
 }

@@ -25,6 +25,10 @@ public struct CompareSettings: Sendable {
     /// Fewer samples or intervals than this in either run: `tooFewSamples`.
     public var minimumSamples: UInt64 = 200
     public var minimumIntervals = 3
+    /// At most this many resampling bins per metric and run: a run of more intervals has
+    /// consecutive ones added into bins (`IntervalBins`), which the bootstrap draws instead, so
+    /// compare's memory and time do not grow with the run's length.
+    public var resamplingBins = 512
     public init() {}
 }
 
@@ -75,14 +79,18 @@ extension MetricComparison {
     /// Compares one metric given each run's per-interval histograms (µs).
     public static func make(metric: String, baseline: [LatencyHistogram], current: [LatencyHistogram],
                             settings: CompareSettings) -> MetricComparison {
-        let mergedBase = merge(baseline), mergedCur = merge(current)
-        let base = side(mergedBase, baseline, settings), cur = side(mergedCur, current, settings)
+        make(metric: metric, baseline: bins(baseline), current: bins(current), settings: settings)
+    }
+
+    /// Compares one metric given each run's intervals as `IntervalBins` read them (µs).
+    public static func make(metric: String, baseline: IntervalBins, current: IntervalBins, settings: CompareSettings) -> MetricComparison {
+        let base = side(baseline, settings), cur = side(current, settings)
         var change: [String: Double?] = [:]
         for (name, _) in comparePercentiles {
             let b = Double(base.percentiles[name]?.value ?? 0), c = Double(cur.percentiles[name]?.value ?? 0)
             change[name] = b > 0 ? (c - b) / b * 100 : nil
         }
-        let (d, w) = HistogramStatistics.walk(HistogramStatistics.points(mergedBase), HistogramStatistics.points(mergedCur))
+        let (d, w) = HistogramStatistics.walk(HistogramStatistics.points(baseline.total), HistogramStatistics.points(current.total))
         var m = MetricComparison(metric: metric, gated: settings.gated.contains(metric), verdict: .noChange, reason: "",
                                  baseline: base, current: cur, changePercent: change, ksD: d, wassersteinMs: w / 1000)
         (m.verdict, m.reason) = verdict(base, cur, settings)
@@ -95,15 +103,23 @@ extension MetricComparison {
         return h
     }
 
-    static func side(_ merged: LatencyHistogram, _ intervals: [LatencyHistogram], _ s: CompareSettings) -> MetricSide {
-        let cis = HistogramStatistics.bootstrap(intervals: intervals, percentiles: comparePercentiles.map(\.value),
+    /// Histograms in memory, one bin each.
+    static func bins(_ intervals: [LatencyHistogram]) -> IntervalBins {
+        var bins = IntervalBins(maxBins: intervals.count)
+        for h in intervals { bins.add(HistogramLogInterval(startSeconds: 0, lengthSeconds: 0, histogram: h)) }
+        return bins
+    }
+
+    static func side(_ bins: IntervalBins, _ s: CompareSettings) -> MetricSide {
+        let merged = bins.total
+        let cis = HistogramStatistics.bootstrap(parts: bins.bins.map(\.histogram), percentiles: comparePercentiles.map(\.value),
                                                 resamples: s.resamples, seed: s.seed)
         var p: [String: PercentileEstimate] = [:]
         for (k, (name, value)) in comparePercentiles.enumerated() {
             let v = merged.totalCount == 0 ? 0 : value >= 100 ? merged.maxRecorded : merged.latencyValue(atPercentile: value)
             p[name] = PercentileEstimate(value: v, low: min(cis[k].low, v), high: max(cis[k].high, v))
         }
-        return MetricSide(count: merged.totalCount, intervals: intervals.filter { $0.totalCount > 0 }.count,
+        return MetricSide(count: merged.totalCount, intervals: bins.intervalsWithSamples,
                           percentiles: p, meanMicros: merged.totalCount == 0 ? 0 : merged.latencyMean)
     }
 

@@ -71,32 +71,55 @@ public enum HistogramStatistics {
     /// Intervals without samples are left out; with none, every bound is 0.
     public static func bootstrap(intervals: [LatencyHistogram], percentiles: [Double], resamples: Int = 1000,
                                  seed: UInt64 = 0x5EED, level: Double = 0.95) -> [(low: UInt64, high: UInt64)] {
-        let parts = intervals.map(points).filter { !$0.isEmpty }
+        bootstrap(parts: intervals.map { SparseHistogram($0) }, percentiles: percentiles, resamples: resamples, seed: seed, level: level)
+    }
+
+    /// As `bootstrap(intervals:…)`, over sparse histograms: each one interval, or a bin of
+    /// consecutive intervals (`IntervalBins`), which then are what is drawn.
+    public static func bootstrap(parts all: [SparseHistogram], percentiles: [Double], resamples: Int = 1000,
+                                 seed: UInt64 = 0x5EED, level: Double = 0.95) -> [(low: UInt64, high: UInt64)] {
+        let parts = all.filter { $0.totalCount > 0 }
         guard !parts.isEmpty, resamples > 0 else { return percentiles.map { _ in (0, 0) } }
-        // One dense vector per interval over the union of values: a resample is a sum of vectors.
-        let values = Array(Set(parts.flatMap { $0.map(\.value) })).sorted()
+        // One cumulative row per part over the union of values: a resample's cumulative counts
+        // are the sum of its draws' rows, weighted by how often each was drawn, so a percentile
+        // is a binary search over them (the first value whose cumulative count reaches it).
+        let values = Array(Set(parts.flatMap(\.values))).sorted()
         var slot: [UInt64: Int] = [:]
         for (k, v) in values.enumerated() { slot[v] = k }
-        let dense: [[UInt64]] = parts.map { part in
-            var row = [UInt64](repeating: 0, count: values.count)
-            for p in part { if let k = slot[p.value] { row[k] &+= p.count } }
-            return row
+        let width = values.count
+        var cumulative = [UInt64](repeating: 0, count: parts.count * width)
+        for (n, part) in parts.enumerated() {
+            let row = n * width
+            for (v, c) in zip(part.values, part.counts) { if let k = slot[v] { cumulative[row + k] &+= c } }
+            for k in 1 ..< max(1, width) { cumulative[row + k] &+= cumulative[row + k - 1] }
         }
-        let totals = dense.map { $0.reduce(0, &+) }
+        let totals = parts.map(\.totalCount)
         var rng = SplitMix64(seed: seed)
         var drawn = percentiles.map { _ in [UInt64]() }
-        var sum = [UInt64](repeating: 0, count: values.count)
+        var times = [UInt64](repeating: 0, count: parts.count)
+        var picked: [Int] = []
         for _ in 0..<min(resamples, 100_000) {
-            for k in sum.indices { sum[k] = 0 }
+            for k in picked { times[k] = 0 }
+            picked.removeAll(keepingCapacity: true)
             var total: UInt64 = 0
-            for _ in 0..<dense.count {
-                let pick = Int(rng.next() % UInt64(dense.count))
-                let row = dense[pick]
-                for k in row.indices { sum[k] &+= row[k] }
+            for _ in 0..<parts.count {
+                let pick = Int(rng.next() % UInt64(parts.count))
+                if times[pick] == 0 { picked.append(pick) }
+                times[pick] += 1
                 total &+= totals[pick]
             }
+            func reached(_ k: Int) -> UInt64 { picked.reduce(0) { $0 &+ times[$1] &* cumulative[$1 * width + k] } }
             for (n, p) in percentiles.enumerated() {
-                drawn[n].append(valueAtPercentile(p, values: values, counts: sum, total: total))
+                // As `valueAtPercentile`: the first value whose cumulative count reaches
+                // ⌈p × total / 100⌉ (at least 1); for 100, the whole total (the largest value present).
+                let wanted = p >= 100 ? total : max(1, UInt64((max(p.nextDown, 0) * Double(total) / 100).rounded(.up)))
+                var lo = 0, hi = width - 1
+                if reached(hi) < wanted { drawn[n].append(values[hi]); continue }
+                while lo < hi {
+                    let mid = (lo + hi) / 2
+                    if reached(mid) >= wanted { hi = mid } else { lo = mid + 1 }
+                }
+                drawn[n].append(values[lo])
             }
         }
         let tail = (1 - level) / 2

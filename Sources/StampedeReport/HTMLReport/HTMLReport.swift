@@ -33,13 +33,14 @@ public enum HTMLReport {
         return CompareHTML.page(report, baseline: b, current: c)
     }
 
-    /// The report of a run from the files a writer is about to put in its folder (name → bytes,
-    /// summary.json included), so report.html can be written before summary.json.
+    /// The report of a run from its folder, with `files` (name → bytes) in place of the
+    /// folder's own: the summary.json a writer is about to write, so report.html can be
+    /// written before it.
     public static func render(files: [String: Data], folder: URL) throws -> String {
-        try renderRun(.memory(files, location: folder.path))
+        try renderRun(.memory(files, folder: folder))
     }
 
-    /// Renders and writes `report.html` into a folder whose other files are given (`files`);
+    /// Renders and writes `report.html` into a folder, with `files` in place of its own;
     /// returns nil when it was written, or the reason when not. A report that cannot be made
     /// must never cost a run its results, so this does not throw.
     public static func write(files: [String: Data], folder: URL) -> String? {

@@ -1,20 +1,35 @@
 import Foundation
 import StampedeMetrics
 
-/// Where the report reads a results folder's files from: the folder on disk, or the files a
-/// writer is about to write (so report.html can be written before summary.json, which must stay
-/// the last file of a complete folder).
+/// Where the report reads a results folder's files from: the folder on disk, with some files
+/// given in memory in their place (the summary.json a writer is about to write, so report.html
+/// can be written before it: summary.json must stay the last file of a complete folder).
 struct ReportFiles {
     /// The folder, for messages.
     var location: String
-    var read: (String) -> Data?
+    var folder: URL?
+    var given: [String: Data] = [:]
 
-    static func folder(_ url: URL) -> ReportFiles {
-        ReportFiles(location: url.path) { name in FileManager.default.contents(atPath: url.appendingPathComponent(name).path) }
+    static func folder(_ url: URL) -> ReportFiles { ReportFiles(location: url.path, folder: url) }
+
+    /// `files` in place of the folder's own (the folder's others are read from it).
+    static func memory(_ files: [String: Data], folder: URL) -> ReportFiles { ReportFiles(location: folder.path, folder: folder, given: files) }
+
+    /// A whole (small) file: summary.json, storm-N.csv.
+    func read(_ name: String) -> Data? {
+        if let data = given[name] { return data }
+        return folder.flatMap { FileManager.default.contents(atPath: $0.appendingPathComponent(name).path) }
     }
 
-    static func memory(_ files: [String: Data], location: String) -> ReportFiles {
-        ReportFiles(location: location) { files[$0] }
+    /// Each line of a file that may be long (.hlog, timeseries.csv), read as it streams by;
+    /// false when there is no such file.
+    func forEachLine<E: Error>(_ name: String, _ body: (Substring) throws(E) -> Void) throws(E) -> Bool {
+        if let data = given[name] {
+            for line in String(decoding: data, as: UTF8.self).split(omittingEmptySubsequences: false, whereSeparator: \.isNewline) { try body(line) }
+            return true
+        }
+        guard let folder else { return false }
+        return try LineReader.forEachLine(of: folder.appendingPathComponent(name), body)
     }
 
     func path(_ name: String) -> String { (location as NSString).appendingPathComponent(name) }
@@ -29,9 +44,9 @@ struct IntervalFigures {
     /// p50, p90, p99 and max.
     var p50: UInt64, p90: UInt64, p99: UInt64, max: UInt64
 
-    init(start: Double, end: Double, histogram h: LatencyHistogram) {
+    init(start: Double, end: Double, histogram h: SparseHistogram) {
         self.start = start; self.end = end; count = h.totalCount
-        p50 = h.latencyValue(atPercentile: 50); p90 = h.latencyValue(atPercentile: 90); p99 = h.latencyValue(atPercentile: 99); max = h.maxRecorded
+        p50 = h.latencyValue(atPercentile: 50); p90 = h.latencyValue(atPercentile: 90); p99 = h.latencyValue(atPercentile: 99); max = h.max
     }
 
     func value(_ percentile: Double) -> Double {
@@ -45,9 +60,10 @@ struct IntervalFigures {
 /// and the storm curves. Only summary.json is required; a missing or malformed optional file
 /// leaves its chart out with a note.
 ///
-/// An interval log is read one line at a time and never held whole: each histogram is 1 µs to
-/// 1 h at 3 digits (about 190 KB of counts), so an hour-long run's 3,600 intervals of six
-/// metrics would take 4 GB. Consecutive intervals are added into at most `maxPoints` groups.
+/// An interval log is read one line at a time, as it streams from the file, and never held
+/// whole: each histogram is 1 µs to 1 h at 3 digits (about 190 KB of counts), so an hour-long
+/// run's 3,600 intervals of six metrics would take 4 GB. Consecutive intervals are added into
+/// at most `maxPoints` groups (`IntervalBins`), and timeseries.csv's rows likewise.
 struct RunData {
     static let maxPoints = 600
     /// The metrics drawn over time: those of the message phase. Connect-phase times (TCP, TLS,
@@ -75,53 +91,31 @@ struct RunData {
             throw HTMLReportError("\(files.path(ResultsWriter.summaryFileName)): not a Stampede summary.json (\(error))")
         }
         for key in summary.latencyMicros.keys.sorted() where Self.charted.contains(key) || Self.chartedNamed(key, summary) {
-            guard let d = files.read(key + ".hlog") else { continue }
             do {
-                let (figures, total) = try Self.readLog(String(decoding: d, as: UTF8.self))
+                guard let (figures, total) = try Self.readLog(files, key + ".hlog") else { continue }
                 if !figures.isEmpty { intervals[key] = figures }
                 if total.totalCount > 0 { totals[key] = total }
             } catch {
                 notes.append("\(key).hlog: \(error)")
             }
         }
-        if let d = files.read(ResultsWriter.timeseriesFileName) { timeseries = CSVTable(String(decoding: d, as: UTF8.self)) }
+        var table = CSVTable(maxRows: Self.maxPoints, levels: CSVTable.timeseriesLevels)
+        if files.forEachLine(ResultsWriter.timeseriesFileName, { table.take($0) }) { timeseries = table }
         for storm in summary.storms {
             if let d = files.read(storm.file) { stormCurves[storm.number] = CSVTable(String(decoding: d, as: UTF8.self)) }
         }
     }
 
     /// An .hlog file's intervals, in at most `maxPoints` groups of consecutive ones, and their
-    /// sum. Each data line is parsed by `HistogramLog.parse` with the file's header before it,
-    /// so its start is placed as the whole file's reader would (our files all have StartTime).
-    static func readLog(_ text: String, maxPoints: Int = maxPoints) throws(HistogramLogError) -> ([IntervalFigures], LatencyHistogram) {
-        var header = ""
-        var data: [Substring] = []
-        for line in text.split(whereSeparator: \.isNewline) {
-            if line.hasPrefix("#") || line.hasPrefix("\"") { if data.isEmpty { header += line + "\n" } } else if !line.hasPrefix("Tag=") { data.append(line) }
+    /// sum, read in one pass; nil when there is no such file.
+    static func readLog(_ files: ReportFiles, _ name: String, maxPoints: Int = maxPoints) throws(HistogramLogError) -> ([IntervalFigures], LatencyHistogram)? {
+        var parser = HistogramLogParser()
+        var bins = IntervalBins(maxBins: maxPoints)
+        let found = try files.forEachLine(name) { (line: Substring) throws(HistogramLogError) in
+            if let r = try parser.takeRecords(line) { bins.add(records: r.records, startSeconds: r.startSeconds, lengthSeconds: r.lengthSeconds) }
         }
-        let size = Swift.max(1, (data.count + maxPoints - 1) / Swift.max(1, maxPoints))
-        var figures: [IntervalFigures] = []
-        var total = makeLatencyHistogram()
-        var group = makeLatencyHistogram()
-        var groupStart = 0.0, groupEnd = 0.0, inGroup = 0
-        for line in data {
-            for i in try HistogramLog.parse(header + line).intervals {
-                if inGroup == 0 { groupStart = i.startSeconds; clearLatencyHistogram(&group) }
-                group.add(i.histogram)
-                groupEnd = i.startSeconds + i.lengthSeconds
-                inGroup += 1
-            }
-            if inGroup >= size {
-                figures.append(IntervalFigures(start: groupStart, end: groupEnd, histogram: group))
-                total.add(group)
-                inGroup = 0
-            }
-        }
-        if inGroup > 0 {
-            figures.append(IntervalFigures(start: groupStart, end: groupEnd, histogram: group))
-            total.add(group)
-        }
-        return (figures, total)
+        guard found else { return nil }
+        return (bins.bins.map { IntervalFigures(start: $0.start, end: $0.end, histogram: $0.histogram) }, bins.total)
     }
 
     /// The whole run's histogram of a metric: its intervals added (exact).
@@ -135,10 +129,56 @@ struct CSVTable {
     var header: [String]
     var rows: [[Double]]
 
+    /// Streaming (`take`): at most this many rows, and the columns that are levels when rows are
+    /// added together (see `downsampled`); nil keeps every row.
+    var maxRows: Int? = nil
+    var levels: Set<String> = []
+    /// Streaming: file rows per kept row (the last may hold fewer), and how many each holds.
+    private var rowsPerRow = 1
+    private var taken: [Int] = []
+
+    /// timeseries.csv's gauges and elapsed time: a group of rows shows the last one's.
+    static let timeseriesLevels: Set<String> = ["elapsed_s", "connections_open", "connections_connecting", "connections_reconnecting", "p50_us", "p99_us", "target_rate"]
+
     init(_ text: String) {
         var lines = text.split(whereSeparator: \.isNewline).map(String.init)
         header = lines.isEmpty ? [] : lines.removeFirst().split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         rows = lines.prefix(1_000_000).map { $0.split(separator: ",", omittingEmptySubsequences: false).map { Double($0.trimmingCharacters(in: .whitespaces)) ?? .nan } }
+    }
+
+    /// An empty table that `take` fills one line at a time, keeping at most `maxRows` rows:
+    /// past that, neighbouring rows are added together (as `downsampled` does), so a long
+    /// file takes as much memory as a short one.
+    init(maxRows: Int, levels: Set<String>) {
+        header = []; rows = []
+        self.maxRows = Swift.max(2, maxRows); self.levels = levels
+    }
+
+    /// Takes the file's next line: the header first, then rows (blank lines are skipped).
+    mutating func take(_ line: Substring) {
+        if line.allSatisfy(\.isWhitespace) { return }
+        if header.isEmpty { header = line.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }; return }
+        let row = line.split(separator: ",", omittingEmptySubsequences: false).map { Double($0.trimmingCharacters(in: .whitespaces)) ?? .nan }
+        if let last = taken.last, last < rowsPerRow {
+            rows[rows.count - 1] = combined(rows[rows.count - 1], row)
+            taken[taken.count - 1] += 1
+        } else {
+            rows.append(row)
+            taken.append(1)
+        }
+        if let maxRows, rows.count > maxRows {
+            rows = stride(from: 0, to: rows.count, by: 2).map { k in k + 1 < rows.count ? combined(rows[k], rows[k + 1]) : rows[k] }
+            taken = stride(from: 0, to: taken.count, by: 2).map { k in k + 1 < taken.count ? taken[k] + taken[k + 1] : taken[k] }
+            rowsPerRow *= 2
+        }
+    }
+
+    /// Two consecutive rows as one: the later one's levels, the sum of the other columns.
+    private func combined(_ a: [Double], _ b: [Double]) -> [Double] {
+        header.indices.map { c in
+            levels.contains(header[c]) ? (c < b.count ? b[c] : .nan)
+                : (c < a.count && a[c].isFinite ? a[c] : 0) + (c < b.count && b[c].isFinite ? b[c] : 0)
+        }
     }
 
     /// At most `maxRows` rows: groups of consecutive rows become one, with the last row's

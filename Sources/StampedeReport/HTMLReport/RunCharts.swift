@@ -94,8 +94,7 @@ enum RunCharts {
 
     /// Messages per second, connections, and errors by class over time, from timeseries.csv.
     static func timeseries(_ run: RunData) -> String {
-        let levels: Set<String> = ["elapsed_s", "connections_open", "connections_connecting", "connections_reconnecting", "p50_us", "p99_us", "target_rate"]
-        guard let t = run.timeseries?.downsampled(levels: levels), let elapsed = t.column("elapsed_s"), !elapsed.isEmpty else {
+        guard let t = run.timeseries?.downsampled(levels: CSVTable.timeseriesLevels), let elapsed = t.column("elapsed_s"), !elapsed.isEmpty else {
             return HTMLPage.section("rates", "Messages, connections and errors over time", "<p>No timeseries.csv in this folder (a merged folder has none).</p>")
         }
         // Counts are per interval; divide by the interval's length for a rate.
