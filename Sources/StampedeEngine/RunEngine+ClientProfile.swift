@@ -10,13 +10,17 @@ extension RunEngine {
         guard let profile = scenario.clientProfile else { return }
         let now = EventLoop.now()
         guard now >= t0 else { return }
-        let wanted = min(profile.clients(atSeconds: seconds(now - t0)), scenario.clients)
-        // Shared out over the groups (this process's loops, or each worker).
-        if wanted > profileClients {
-            profileClients += shareOut(wanted - profileClients, over: groups.count) { i, n in groups[i].join(count: n) }
-        } else if wanted < profileClients {
-            profileClients -= shareOut(profileClients - wanted, over: groups.count) { i, n in groups[i].leave(count: n) }
+        let t = seconds(now - t0)
+        for waypoint in profile.waypoints(after: profileSeconds, through: t) {
+            let wanted = min(waypoint, scenario.clients)
+            // Shared out over the groups (this process's loops, or each worker).
+            if wanted > profileClients {
+                profileClients += shareOut(wanted - profileClients, over: groups.count) { i, n in groups[i].join(count: n) }
+            } else if wanted < profileClients {
+                profileClients -= shareOut(profileClients - wanted, over: groups.count) { i, n in groups[i].leave(count: n) }
+            }
         }
+        profileSeconds = t
     }
 
     /// With a client profile the clients due each message change as it goes: an interval's

@@ -121,6 +121,8 @@ public final class RunEngine {
     /// `clients.stages`: the clients the engine has asked to be connected (joins less leaves),
     /// and the fan-out due so far, interval by interval (RunEngine+ClientProfile.swift).
     var profileClients = 0
+    /// Seconds into the message phase of the profile's last tick (-1: none yet).
+    var profileSeconds = -1.0
     var profileFanoutDue: UInt64 = 0
     var openAtLastInterval = 0
     /// The generator's own health, as the intervals saw it.

@@ -27,6 +27,21 @@ public struct ClientProfile: Sendable, Equatable {
         }
         return Int(from)
     }
+
+    /// The counts a follower ticking at `a` and then at `b` seconds should move through: the
+    /// target of every stage that ends after `a` and by `b`, then the count at `b`. A tick that
+    /// comes late still reaches each stage's target (as k6's ramping executors do) instead of
+    /// cutting a peak short between two ticks.
+    public func waypoints(after a: Double, through b: Double) -> [Int] {
+        var out: [Int] = []
+        var elapsed = 0.0
+        for stage in stages {
+            elapsed += stage.durationSeconds
+            if elapsed > a && elapsed <= b { out.append(stage.target) }
+        }
+        out.append(clients(atSeconds: b))
+        return out
+    }
 }
 
 /// One stage of `clients.stages`: reach `target` connected clients over `duration`.

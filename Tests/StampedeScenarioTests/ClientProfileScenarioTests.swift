@@ -38,6 +38,16 @@ private func scenario(_ clients: String, workload: String = "chat") -> String {
     #expect(p.peak == 100 && p.totalSeconds == 20)
 }
 
+@Test func aLateTickStillReachesEveryStageTargetOnTheWay() {
+    // 2 → 8 over 1 s, back to 2 over 1 s: ticks at 0.9 s and 1.1 s both want 7, but the peak of 8
+    // lies between them and a follower must pass through it.
+    let p = ClientProfile(start: 2, stages: [ClientStage(durationSeconds: 1, target: 8), ClientStage(durationSeconds: 1, target: 2)])
+    #expect(p.waypoints(after: 0.9, through: 1.1) == [8, 7])
+    #expect(p.waypoints(after: 0.5, through: 2.5) == [8, 2, 2])
+    #expect(p.waypoints(after: 0.2, through: 0.5) == [5])
+    #expect(p.waypoints(after: -1, through: 0) == [2])
+}
+
 @Test func clientProfileMistakesNameTheirField() throws {
     let long = try #require(failure(scenario("  stages: [{duration: 50s, target: 10}, {duration: 20s, target: 0}]")))
     #expect(long.line == 5 && long.field == "clients.stages" && long.message.contains("the stages take 70s"))
