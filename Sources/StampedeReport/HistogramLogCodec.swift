@@ -203,18 +203,27 @@ public enum HistogramCodec {
     /// `maxInflatedBytes`: a stream that inflates to more is refused, not followed.
     static func inflate(_ compressed: [UInt8]) throws(HistogramCodecError) -> [UInt8] {
         guard !compressed.isEmpty else { throw .truncated("zlib stream") }
-        let capacity = compressed.count >= maxInflatedBytes / 1040 ? maxInflatedBytes : compressed.count * 1040 + 64
-        var out = [UInt8](repeating: 0, count: capacity)
+        let bound = compressed.count >= maxInflatedBytes / 1040 ? maxInflatedBytes : compressed.count * 1040 + 64
+        // An interval's payload is a few KB: try a small buffer first (a reader decodes thousands
+        // of lines, and zeroing the bound's hundreds of KB each time cost more than the rest).
+        if bound > firstInflateBytes, let out = try inflate(compressed, capacity: firstInflateBytes, isBound: false) { return out }
+        return try inflate(compressed, capacity: bound, isBound: true)!
+    }
+
+    static let firstInflateBytes = 64 << 10
+
+    /// zlib's `uncompress` into `capacity` bytes; nil when they are too few and not the bound.
+    private static func inflate(_ compressed: [UInt8], capacity: Int, isBound: Bool) throws(HistogramCodecError) -> [UInt8]? {
         var length = uLong(capacity)
-        let status = out.withUnsafeMutableBufferPointer { dst in
-            compressed.withUnsafeBufferPointer { src in
-                uncompress(dst.baseAddress, &length, src.baseAddress, uLong(src.count))
-            }
+        var status: Int32 = Z_OK
+        let out = [UInt8](unsafeUninitializedCapacity: capacity) { dst, initialized in
+            status = compressed.withUnsafeBufferPointer { src in uncompress(dst.baseAddress, &length, src.baseAddress, uLong(src.count)) }
+            initialized = status == Z_OK ? Int(length) : 0
         }
+        if status == Z_BUF_ERROR && !isBound { return nil }
         guard status == Z_OK else {
             throw status == Z_BUF_ERROR && capacity == maxInflatedBytes ? .tooLarge : .zlib(Int(status))
         }
-        out.removeSubrange(Int(length)...)
         return out
     }
 
