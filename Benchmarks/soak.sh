@@ -49,7 +49,8 @@ timeout -k 30 -s INT $(( SECS + CLIENTS / 1000 + 180 )) "$B" run "$OUT/soak.yaml
 RUN=$!
 for _ in $(seq 100); do grep -q '^metrics: ' "$OUT/run.err" 2>/dev/null && break; sleep 0.1; done
 URL=$(sed -n 's/^metrics: //p' "$OUT/run.err" | head -1)
-GEN=$(pgrep -P "$RUN" -f "stampede run" | head -1)   # the generator itself, not `timeout`
+GEN=$(pgrep -P "$RUN" | head -1 || true)   # the generator itself, not `timeout`
+[ -n "$GEN" ] || { echo "no generator process under timeout ($RUN)" >&2; exit 1; }
 [ -n "$URL" ] || { echo "no metrics endpoint: $(cat "$OUT/run.err")" >&2; exit 1; }
 
 python3 - "$GEN" "$SERVER" "$URL" "$OUT/soak.csv" <<'PY'

@@ -95,13 +95,7 @@ struct AnyTargetTests {
             message: {rate: 10}
 
             """.write(to: scenario, atomically: true, encoding: .utf8)
-        let script = "mount --bind \"$1\" /etc/hosts || exit 77; shift; exec \"$@\""
-        let r = try runProcess("/usr/bin/unshare", ["--mount", "/bin/sh", "-c", script, "sh", hosts.path, stampedeBinary.path,
-                                                    "run", scenario.path, "--results", folder.path, "--quiet"], timeout: 60)
-        if r.status == 77 || r.stderr.contains("unshare:") {
-            print("resolve spreading test skipped: no private mount namespace: \(r.stderr)")
-            try Test.cancel(Comment(rawValue: "no private mount namespace: \(r.stderr)"))
-        }
+        let r = try runStampede(with: hosts, over: "/etc/hosts", ["run", scenario.path, "--results", folder.path, "--quiet"], what: "resolve spreading test")
         let line = try #require(r.stdout.split(separator: "\n").last { $0.hasPrefix("results: ") }, "\(r.stdout)\(r.stderr)")
         let path = String(line.dropFirst("results: ".count))
         let url = path.hasPrefix("/") ? URL(fileURLWithPath: path) : repositoryRoot.appendingPathComponent(path)
@@ -118,13 +112,7 @@ struct AnyTargetTests {
         let nsswitch = folder.appendingPathComponent("nsswitch.conf"), scenario = folder.appendingPathComponent("unknown.yaml")
         try "hosts: files\n".write(to: nsswitch, atomically: true, encoding: .utf8)
         try "target: ws://no-such-host.test:9/chat\nclients: 2\nduration: 1s\n".write(to: scenario, atomically: true, encoding: .utf8)
-        let script = "mount --bind \"$1\" /etc/nsswitch.conf || exit 77; shift; exec \"$@\""
-        let r = try runProcess("/usr/bin/unshare", ["--mount", "/bin/sh", "-c", script, "sh", nsswitch.path, stampedeBinary.path,
-                                                    "run", scenario.path, "--results", folder.path, "--quiet"], timeout: 60)
-        if r.status == 77 || r.stderr.contains("unshare:") {
-            print("unresolvable-name test skipped: no private mount namespace: \(r.stderr)")
-            try Test.cancel(Comment(rawValue: "no private mount namespace: \(r.stderr)"))
-        }
+        let r = try runStampede(with: nsswitch, over: "/etc/nsswitch.conf", ["run", scenario.path, "--results", folder.path, "--quiet"], what: "unresolvable-name test")
         #expect(r.status == 1)
         #expect(r.stderr.contains("cannot resolve target host 'no-such-host.test'"), "\(r.stderr)")
     }

@@ -13,15 +13,7 @@ struct HubNegotiateTests {
 
     /// negotiate_redirect.py, redirecting its second hop to `final`, and its port.
     static func startRedirector(final: String) throws -> (BackgroundProcess, Int) {
-        let redirector = try BackgroundProcess(try peerPython("websockets"), [
-            repositoryRoot.appendingPathComponent("Tests/peers/negotiate_redirect.py").path, "--final", final, "--max-seconds", "60"])
-        do {
-            let line = try redirector.waitForLine(prefix: "LISTENING ", timeout: 30)
-            return (redirector, try #require(Int(line.dropFirst("LISTENING ".count))))
-        } catch {
-            redirector.stop()
-            throw error
-        }
+        try HubRedirectHostTests.startRedirector(["--final", final])
     }
 
     @Test func redirectsAreFollowedWithTheirAccessTokensAndTheTokenNeverReachesTheResults() throws {

@@ -21,19 +21,26 @@ import Glibc
         return (server, listener, port)
     }
 
+    /// Connects `client` over TLS to the `s_server` that `server` runs (at the port its ACCEPT
+    /// banner names) and waits until the handshake completed without error.
+    static func connectHandshaken(_ client: TestLoop, to server: OpenSSLProcess, tls context: TLSContext) throws -> ConnectionID {
+        let banner = try #require(server.wait(for: "ACCEPT 127.0.0.1:"))
+        let port = try #require(UInt16(banner.split(separator: ":").last!.prefix { $0.isNumber }))
+        let id = try client.sync { $0.connect(to: .ipv4(Self.localhost, port: port), timeoutNs: Self.timeout, tls: context) }.get()
+        client.handler.wait("handshake") { $0.connectError(id) != nil }
+        #expect(client.handler.connectError(id) == 0)
+        return id
+    }
+
     @Test func loopClientHandshakesWithOpenSSLServerAndExchangesData() throws {
         let certs = try TestCertificates()
         defer { certs.remove() }
         let s = try OpenSSLProcess(["s_server", "-accept", "127.0.0.1:0", "-cert", certs.certificateFile, "-key", certs.keyFile, "-rev", "-naccept", "1"], in: certs.folder)
         defer { s.stop() }
-        let banner = try #require(s.wait(for: "ACCEPT 127.0.0.1:"))
-        let port = try #require(UInt16(banner.split(separator: ":").last!.prefix { $0.isNumber }))
         let context = try TLSContext(clientCAFile: certs.caFile, serverName: "localhost")
         let client = try TestLoop(name: "tls-client")
         defer { client.shutdown() }
-        let id = try client.sync { $0.connect(to: .ipv4(Self.localhost, port: port), timeoutNs: Self.timeout, tls: context) }.get()
-        client.handler.wait("handshake") { $0.connectError(id) != nil }
-        #expect(client.handler.connectError(id) == 0)
+        let id = try Self.connectHandshaken(client, to: s, tls: context)
         client.write(id, Array("hello\n".utf8))
         // s_server -rev answers every line reversed.
         client.handler.wait("reversed line") { String(decoding: $0.received(on: id), as: UTF8.self).contains("olleh") }
@@ -50,14 +57,10 @@ import Glibc
         let s = try OpenSSLProcess(["s_server", "-accept", "127.0.0.1:0", "-cert", certs.certificateFile, "-key", certs.keyFile,
                                     "-tls1_2", "-msg", "-naccept", "1"], in: certs.folder)
         defer { s.stop() }
-        let banner = try #require(s.wait(for: "ACCEPT 127.0.0.1:"))
-        let port = try #require(UInt16(banner.split(separator: ":").last!.prefix { $0.isNumber }))
         let context = try TLSContext(clientCAFile: certs.caFile, serverName: "localhost")
         let client = try TestLoop(name: "tls-client")
         defer { client.shutdown() }
-        let id = try client.sync { $0.connect(to: .ipv4(Self.localhost, port: port), timeoutNs: Self.timeout, tls: context) }.get()
-        client.handler.wait("handshake") { $0.connectError(id) != nil }
-        #expect(client.handler.connectError(id) == 0)
+        let id = try Self.connectHandshaken(client, to: s, tls: context)
         client.write(id, Array("line-0\n".utf8))
         s.wait(for: "line-0\n")
         s.send("r\n")
