@@ -41,10 +41,20 @@ struct CapacityRunTests {
                                                      "--from", "1000", "--to", "4000", "--precision", "25%", "--step-duration", "3s",
                                                      "--warmup", "1s", "--cooldown", "20s", "--results", folder.path,
                                                      "--metrics-port", "0"], timeout: 240)
-        #expect(r.status == 0, "\(r.stdout)\n\(r.stderr)")
-        let line = try #require(r.stdout.split(separator: "\n").last { $0.hasPrefix("results: ") })
+        let line = try #require(r.stdout.split(separator: "\n").last { $0.hasPrefix("results: ") }, "\(r.stdout)\n\(r.stderr)")
         let capacityFolder = URL(fileURLWithPath: String(line.dropFirst("results: ".count)), relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
         let result = try CapacityResult.read(Data(contentsOf: capacityFolder.appendingPathComponent("capacity.json")))
+        // On a machine too busy to drive the load (CI beside other work), the search must say
+        // so rather than report a knee: exit 98, the rate it could not drive, and the steps
+        // that showed it. That is a correct answer too, not the one this test is after.
+        if result.verdict == "generator_limited" {
+            #expect(r.status == 98, "\(r.stdout)\n\(r.stderr)")
+            #expect(result.generatorLimit != nil && result.maxSustainable == nil)
+            #expect(result.steps.contains { $0.outcome == "invalid" && $0.generator.saturated }, "\(result.conclusion)")
+            print("capacity search generator-limited on this busy machine: \(result.conclusion)")
+            return
+        }
+        #expect(r.status == 0, "\(r.stdout)\n\(r.stderr)")
         #expect(result.verdict == "found", "\(result.conclusion)")
         let answer = try #require(result.maxSustainable)
         #expect(answer <= 1700, "above --max-rate the server's queue only grows")

@@ -28,12 +28,17 @@ struct ThresholdTests {
         let o = try run(s)
         let thresholds = try #require(o.summary.thresholds)
         #expect(thresholds.count == 8)
-        // Every condition is a ceiling that held: a saturated generator cannot have made it hold.
-        #expect(o.exitCode == 0, "\(thresholds.filter { !$0.passed })")
-        #expect(thresholds.allSatisfy { $0.passed }, "\(thresholds.filter { !$0.passed })")
+        // Every condition is a ceiling: one that held passes even from a saturated generator. On
+        // a machine too busy to keep its timers (CI beside other work), a ceiling missed by less
+        // than twice the generator's lag is unjudged (98), never failed.
+        let unjudged = thresholds.filter { $0.verdict == .unjudged }
+        #expect(unjudged.isEmpty || o.summary.generator.saturated)
+        #expect(o.exitCode == (unjudged.isEmpty ? 0 : 98), "\(thresholds.filter { !$0.passed })")
+        #expect(thresholds.allSatisfy { $0.verdict != .fail }, "\(thresholds.filter { !$0.passed })")
         let steady = try #require(thresholds.first { $0.label == "steady" })
-        #expect(steady.windowsEvaluated == 1 && steady.failingWindow == nil)
-        #expect(SummaryText.render(o.summary).contains("✓ round_trip p(99) "))
+        #expect(steady.windowsEvaluated == 1)
+        let roundTrip = try #require(thresholds.first { $0.metric == "round_trip" && $0.condition == "p(99) < 50ms" })
+        #expect(SummaryText.render(o.summary).contains((roundTrip.verdict == .unjudged ? "? " : "✓ ") + "round_trip p(99) "))
         // summary.json on disk has the same verdicts.
         let folder = try #require(o.resultsFolder)
         let written = try RunSummary.decode(from: Data(contentsOf: folder.appendingPathComponent("summary.json")))
