@@ -23,6 +23,8 @@ protocol ClientGroup: AnyObject {
     func join(count: Int) -> Int
     /// `clients.stages`: up to `count` connected, idle clients leave cleanly; returns how many did.
     func leave(count: Int) -> Int
+    /// Open model, a capacity search on held connections: the run's rate from `atNs` on.
+    func changeRate(to ratePerSecond: Double, atNs: UInt64)
     func beginDrain()
     func closeAll(lostReason: LossReason)
     /// Gauges at a tick.
@@ -72,6 +74,7 @@ final class LocalClientGroup: ClientGroup {
         for (i, w) in workloads.enumerated() { loops[i].submitAndWait { _ in w.watch(index: index, atNs: atNs) } }
     }
     func beginDrain() { each { $0.beginDrain() } }
+    func changeRate(to ratePerSecond: Double, atNs: UInt64) { each { $0.changeRate(to: ratePerSecond, atNs: atNs) } }
     func closeAll(lostReason: LossReason) { each { $0.closeAll(lostReason: lostReason) } }
 
     func churn(count: Int) {

@@ -76,6 +76,7 @@ final class RemoteClientGroup: ClientGroup {
     }
     func watch(index: Int, atNs: UInt64) { command(.watch(index: index, atNs: there(atNs))) }
     func churn(count: Int) { command(.churn(count: count)) }
+    func changeRate(to ratePerSecond: Double, atNs: UInt64) { command(.changeRate(ratePerSecond: ratePerSecond, atNs: there(atNs))) }
     func join(count: Int) -> Int {
         if case .moved(let n) = request(.join(count: count)) { return n }
         return 0

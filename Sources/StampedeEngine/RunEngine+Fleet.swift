@@ -12,7 +12,8 @@ extension RunEngine {
         guard let source = options.scenarioSource else {
             throw RunSetupError("\(scenario.clients) clients need worker processes, which this command does not start (stampede run does)")
         }
-        let remote = try WorkerFleet.start(fleet, source: source, scenario: scenario, population: options.population?.name, loops: options.loops,
+        let remote = try WorkerFleet.start(fleet, source: source, scenario: scenario, population: options.population?.name,
+                                           steered: options.steering?.load, loops: options.loops,
                                            stampedeExecutable: options.stampedeExecutable,
                                            embeddedPort: scenario.target == .embedded ? endpoint.port : 0,
                                            embeddedCertificatePEM: embeddedCertificatePEM, interrupt: options.interrupt)

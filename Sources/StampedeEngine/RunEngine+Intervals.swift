@@ -158,7 +158,7 @@ extension RunEngine {
         let phase = seconds(messageEndNs &- messageStartNs)
         let a = min(max(signedSeconds(fromNs, since: messageStartNs), 0), phase)
         let b = min(max(signedSeconds(toNs, since: messageStartNs), 0), phase)
-        return RateProfile(scenario.message).messages(fromSeconds: a, toSeconds: b) / seconds(toNs - fromNs)
+        return rateProfile.messages(fromSeconds: a, toSeconds: b) / seconds(toNs - fromNs)
     }
 
     /// `a - b` in seconds, negative when `a` is earlier.

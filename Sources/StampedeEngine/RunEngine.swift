@@ -38,6 +38,11 @@ public struct RunOptions: Sendable {
     /// return quickly (copy what it needs), because the next tick waits for it.
     public var intervalObserver: (@Sendable (IntervalReport) -> Void)? = nil
 
+    /// A run whose load is changed as it goes (`stampede capacity` on held connections): its
+    /// commands are applied at every tick of the message phase, and the phase lasts until it
+    /// says `endMessages` (or the scenario's duration, a backstop). Nil for a run as written.
+    public var steering: RunSteering? = nil
+
     /// The results folder's name instead of `<scenario name>-<timestamp>` (inside `resultsRoot`).
     public var resultsFolderName: String? = nil
 
@@ -125,6 +130,10 @@ public final class RunEngine {
     var profileSeconds = -1.0
     var profileFanoutDue: UInt64 = 0
     var openAtLastInterval = 0
+    /// `RunOptions.steering`: the clients it wants connected (nil until it says), and the rate
+    /// the schedule follows (changed by it), for timeseries.csv's target rate.
+    var steeredClients: Int?
+    lazy var rateProfile = RateProfile(scenario.message)
     /// The generator's own health, as the intervals saw it.
     var gauges = GeneratorGauges()
     /// What the scenario's events did, window by window.
@@ -246,6 +255,10 @@ public final class RunEngine {
                 }
                 runChurn(until: t1)
                 followClientProfile(phaseStartNs: t0)
+                if let steering = options.steering, steer(steering) {
+                    t1 = EventLoop.now()
+                    messageEndNs = t1
+                }
                 if options.interrupt.isRaised { partialReason = "interrupted during the message phase"; break }
                 if let reason = thresholdBook.abortReason ?? fleetFailure { partialReason = reason; break }
             }

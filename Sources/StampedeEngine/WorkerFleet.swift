@@ -39,7 +39,7 @@ public enum WorkerFleet {
     }
 
     /// - Parameter population: The population the workers run, in a run of several (nil otherwise).
-    static func start(_ spec: FleetSpec, source: ScenarioSource, scenario: Scenario, population: String? = nil, loops: Int, stampedeExecutable: String?,
+    static func start(_ spec: FleetSpec, source: ScenarioSource, scenario: Scenario, population: String? = nil, steered: SteeredLoad? = nil, loops: Int, stampedeExecutable: String?,
                       embeddedPort: Int, embeddedCertificatePEM: String?, interrupt: InterruptFlag) throws(RunSetupError) -> [RemoteClientGroup] {
         var connected: [Connected] = []
         func abandon() { for c in connected { c.link.close(); if let p = c.process, p.isRunning { kill(p.processIdentifier, SIGKILL) } } }
@@ -69,6 +69,7 @@ public enum WorkerFleet {
                                   shardIndex: i, shardCount: n, loops: loopsThere, embeddedPort: embeddedPort,
                                   embeddedCertificatePEM: embeddedCertificatePEM ?? "", clockOffsetNs: same ? 0 : c.clock.offsetNs)
             plan.population = population ?? ""
+            plan.steered = steered
             do { try g.start(plan) } catch {
                 for other in groups { other.stop(interrupted: true) }
                 g.stop(interrupted: true)

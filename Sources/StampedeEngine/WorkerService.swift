@@ -92,6 +92,7 @@ public enum WorkerService {
         case .churn(let n): g.churn(count: n)
         case .join(let n): reply(.moved(g.join(count: n)))
         case .leave(let n): reply(.moved(g.leave(count: n)))
+        case .changeRate(let rate, let at): g.changeRate(to: rate, atNs: at)
         case .beginDrain: g.beginDrain()
         case .closeAll(let reason): g.closeAll(lostReason: reason)
         case .stateRequest: reply(.state(g.state()))
@@ -126,6 +127,7 @@ public enum WorkerService {
             own.clientIndexBase = scenario.populations[..<index].reduce(0) { $0 + $1.scenario.clients }
             scenario = own
         }
+        if let steered = plan.steered { scenario = scenario.steered(by: steered) }
         let kind = WorkloadKinds.kind(of: scenario.workload)
         let mine = shardClients(scenario.clients, index: plan.shardIndex, count: plan.shardCount)
         let limit = Int(cs_raise_open_files_limit())

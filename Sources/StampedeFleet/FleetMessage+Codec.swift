@@ -23,6 +23,11 @@ extension FleetMessage {
             for o in p.overrides { w.u32(UInt32(o.count)); for s in o { w.string(s) } }
             w.i64(Int64(p.shardIndex)); w.i64(Int64(p.shardCount)); w.i64(Int64(p.loops))
             w.i64(Int64(p.embeddedPort)); w.string(p.embeddedCertificatePEM); w.i64(p.clockOffsetNs); w.string(p.population)
+            if let s = p.steered {
+                w.u8(1); w.i64(Int64(s.clients)); w.i64(Int64(s.connectedAtStart)); w.double(s.ratePerSecond); w.double(s.durationSeconds)
+            } else {
+                w.u8(0)
+            }
         case .beginRampUp(let t): w.u8(4); w.u64(t)
         case .beginMessages(let a, let b): w.u8(5); w.u64(a); w.u64(b)
         case .dropConnections(let f): w.u8(6); w.double(f)
@@ -39,6 +44,7 @@ extension FleetMessage {
         case .finish: w.u8(16)
         case .join(let n): w.u8(17); w.i64(Int64(n))
         case .leave(let n): w.u8(18); w.i64(Int64(n))
+        case .changeRate(let rate, let at): w.u8(19); w.double(rate); w.u64(at)
         case .helloReply(let h):
             w.u8(64); w.u32(h.version); w.i64(Int64(h.index)); w.i64(Int64(h.count)); w.i64(Int64(h.pid))
             w.string(h.hostname); w.string(h.bootID)
@@ -85,6 +91,9 @@ extension FleetMessage {
             var plan = WorkerPlan(scenarioYAML: yaml, scenarioFile: file, overrides: overrides, shardIndex: index, shardCount: count,
                                   loops: loops, embeddedPort: port, embeddedCertificatePEM: try r.string(), clockOffsetNs: try r.i64())
             plan.population = try r.string()
+            if try r.u8() == 1 {
+                plan.steered = SteeredLoad(clients: try r.int(), connectedAtStart: try r.int(), ratePerSecond: try r.double(), durationSeconds: try r.double())
+            }
             m = .plan(plan)
         case 4: m = .beginRampUp(startNs: try r.u64())
         case 5: m = .beginMessages(startNs: try r.u64(), endNs: try r.u64())
@@ -103,6 +112,7 @@ extension FleetMessage {
         case 16: m = .finish
         case 17: m = .join(count: try r.int())
         case 18: m = .leave(count: try r.int())
+        case 19: m = .changeRate(ratePerSecond: try r.double(), atNs: try r.u64())
         case 64:
             m = .helloReply(WorkerHello(version: try r.u32(), index: try r.int(), count: try r.int(), pid: try r.int(),
                                         hostname: try r.string(), bootID: try r.string()))

@@ -20,6 +20,9 @@ public enum FleetMessage: Sendable {
     /// `clients.stages`: up to `count` clients join, or leave; answered with `moved`.
     case join(count: Int)
     case leave(count: Int)
+    /// Open model, a capacity search on held connections: the rate across all clients of the run
+    /// from `atNs` on (`LoopWorkload.changeRate`).
+    case changeRate(ratePerSecond: Double, atNs: UInt64)
     case beginDrain
     case closeAll(lostReason: LossReason)
     case stateRequest
@@ -46,8 +49,8 @@ public enum FleetMessage: Sendable {
 
     /// Raised when either side changes a frame's layout.
     /// 2: a plan names its population (`WorkerPlan.population`); `join`, `leave` and `moved`
-    /// (`clients.stages`).
-    public static let version: UInt32 = 2
+    /// (`clients.stages`). 3: `changeRate`, and a plan's `steered` load (`stampede capacity`).
+    public static let version: UInt32 = 3
     /// No frame is longer (a full interval of 17 histograms is a few hundred KiB at most).
     public static let maxFrameBytes = 64 << 20
 }
@@ -74,12 +77,33 @@ public struct WorkerPlan: Sendable, Equatable {
     public var clockOffsetNs: Int64
     /// The scenario's population whose clients this worker runs ("" for a scenario of one).
     public var population: String = ""
+    /// The load the coordinator set for this run (`stampede capacity`), applied to the parsed
+    /// scenario; nil: the scenario's own.
+    public var steered: SteeredLoad? = nil
 
     public init(scenarioYAML: String, scenarioFile: String, overrides: [[String]], shardIndex: Int, shardCount: Int, loops: Int,
                 embeddedPort: Int = 0, embeddedCertificatePEM: String = "", clockOffsetNs: Int64 = 0) {
         self.scenarioYAML = scenarioYAML; self.scenarioFile = scenarioFile; self.overrides = overrides
         self.shardIndex = shardIndex; self.shardCount = shardCount; self.loops = loops
         self.embeddedPort = embeddedPort; self.embeddedCertificatePEM = embeddedCertificatePEM; self.clockOffsetNs = clockOffsetNs
+    }
+}
+
+/// The load of a run that `stampede capacity` runs: one step, or the whole search on held
+/// connections (clients join and leave, the rate changes, as the search goes). Every process
+/// applies it to the scenario it parsed, so the coordinator's plan, not a re-parse of a changed
+/// file, says what the workers run.
+public struct SteeredLoad: Sendable, Equatable {
+    /// The clients the run may connect (every shard's share of them is set up).
+    public var clients: Int
+    /// Clients connected in the ramp-up; the rest are held back until the coordinator asks them to join.
+    public var connectedAtStart: Int
+    /// Open model: messages per second across all clients at the start of the message phase.
+    public var ratePerSecond: Double
+    /// The message phase's longest length, seconds (the coordinator ends it sooner).
+    public var durationSeconds: Double
+    public init(clients: Int, connectedAtStart: Int, ratePerSecond: Double, durationSeconds: Double) {
+        self.clients = clients; self.connectedAtStart = connectedAtStart; self.ratePerSecond = ratePerSecond; self.durationSeconds = durationSeconds
     }
 }
 

@@ -38,4 +38,17 @@ extension ChatWorkload {
         }
         return left
     }
+
+    public func changeRate(to ratePerSecond: Double, atNs: UInt64) {
+        guard plan.load.loadModel == .open else { return }
+        schedule.changeRate(to: ratePerSecond, atNs: atNs)
+        guard phase == .messages, schedule.paces else { return }
+        // The clients whose chain runs: connected, or reconnecting with messages still falling
+        // due (the open model goes on through a gap); not parked or leaving.
+        for k in plan.load.globalIndices.indices where !parked[k] && !churnLeaving[k] && (ws.isReady(k) || reconnecting[k]) {
+            sendEpoch[k] &+= 1
+            let next = schedule.intended(slot: sendSlots[k], sequence: dueSequence[k])
+            if schedule.isInPhase(next) { ws.schedule(at: next, token: token(.send, k)) }
+        }
+    }
 }

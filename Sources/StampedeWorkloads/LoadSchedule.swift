@@ -21,7 +21,7 @@ public struct LoadSchedule: Sendable {
     /// Open model: messages per second over all clients (with stages, where the first starts).
     public let totalRate: Double
     /// Open model: the rate over the phase (`message.stages`; constant at `totalRate` without).
-    public let profile: RateProfile
+    public private(set) var profile: RateProfile
     public let thinkTimeNs: UInt64
     /// Open model at a constant rate: time between one client's messages (0 with stages).
     public private(set) var intervalNs: UInt64 = 0
@@ -54,6 +54,15 @@ public struct LoadSchedule: Sendable {
             if let rate = profile.constantRate { intervalNs = nanoseconds(Double(totalClients) / rate) }
         }
         return true
+    }
+
+    /// Open model: from `atNs` on (not before now, so no message already due changes its time),
+    /// `ratePerSecond` across all clients. The send chains must be re-armed after it: a pending
+    /// timer was set from the old rate.
+    public mutating func changeRate(to ratePerSecond: Double, atNs: UInt64) {
+        guard loadModel == .open, startNs > 0 else { return }
+        profile = profile.changing(to: max(0, ratePerSecond), atSeconds: Double(atNs &- min(atNs, startNs)) / 1e9)
+        intervalNs = 0
     }
 
     /// Open model: whether the phase has a send chain for each client (a rate above 0 somewhere).

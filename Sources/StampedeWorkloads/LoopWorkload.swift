@@ -50,6 +50,9 @@ public protocol LoopWorkload: AnyObject, Sendable {
     /// `clients.stages` falling: up to `count` connected, idle clients close cleanly and stay
     /// away (counted `ramped_down`, not as errors); returns how many are leaving.
     func leave(count: Int) -> Int
+    /// Open model, a capacity search on held connections: from `atNs` on, `ratePerSecond`
+    /// across all clients of the run; every running send chain is re-armed on the new rate.
+    func changeRate(to ratePerSecond: Double, atNs: UInt64)
     /// What this loop saw of each storm so far.
     var storms: [StormShard] { get }
 }
@@ -58,6 +61,8 @@ extension LoopWorkload {
     /// Workloads whose clients cannot leave and come back (the loader refuses `clients.stages` for them).
     public func join(count: Int) -> Int { 0 }
     public func leave(count: Int) -> Int { 0 }
+    /// Workloads without an open-model schedule (REST polls at its resources' intervals).
+    public func changeRate(to ratePerSecond: Double, atNs: UInt64) {}
 }
 
 extension ErrorClass {

@@ -63,6 +63,34 @@ public struct RateProfile: Sendable, Equatable {
         self.segments = segments
     }
 
+    private init(segments: [Segment]) {
+        self.segments = segments
+        constantRate = nil
+    }
+
+    /// The same profile up to `t` seconds into the phase, then `rate` held from there (a capacity
+    /// search on held connections changes the rate between steps this way). M(t) is unchanged up
+    /// to `t`, so every message intended before it keeps its time, and the numbering of the
+    /// aggregate stream goes on without a gap or a repeat.
+    public func changing(to rate: Double, atSeconds t: Double) -> RateProfile {
+        let at = max(0, t)
+        var kept: [Segment] = []
+        for s in segments where s.startSeconds < at {
+            var cut = s
+            if !s.durationSeconds.isFinite || s.startSeconds + s.durationSeconds > at {
+                let tau = at - s.startSeconds
+                cut.endRate = self.rate(atSeconds: at)
+                cut.messages = s.messages(within: tau)
+                cut.durationSeconds = tau
+            }
+            kept.append(cut)
+        }
+        let before = kept.last.map { $0.messagesBefore + $0.messages } ?? 0
+        kept.append(Segment(startSeconds: at, startNs: nanoseconds(at), durationSeconds: .infinity, startRate: rate, endRate: rate,
+                            messagesBefore: before, messages: rate > 0 ? .infinity : 0))
+        return RateProfile(segments: kept)
+    }
+
     /// The profile of a scenario's `message` section.
     public init(_ message: MessageSpec) { self.init(startRate: message.ratePerSecond, stages: message.stages) }
 

@@ -69,8 +69,14 @@ struct Capacity: ParsableCommand {
     @Option(help: "Messages lost allowed per message sent in a step (default 0.1%).")
     var maxLost: String = "0.1%"
 
+    @Flag(help: "Run every step as a whole run (connect, measure, close), for a server whose state must be reset between steps (default: clients stay connected across steps; only what a step changes changes).")
+    var freshSteps = false
+
     @OptionGroup
     var load: LoadOptions
+
+    @OptionGroup(title: "Worker processes")
+    var fleet: FleetOptions
 
     @Flag(help: "No progress output.")
     var quiet = false
@@ -105,6 +111,11 @@ struct Capacity: ParsableCommand {
         if let from, let to, to < from { throw ValidationError("--to (\(to)) is below --from (\(from))") }
     }
 
+    /// The flags that replace scenario fields (`--target`).
+    var overrides: [ScenarioLoader.Override] {
+        load.target.flatMap { ScenarioLoader.Override(flag: "--target", value: $0) }.map { [$0] } ?? []
+    }
+
     /// "2%" → 0.02, "0.02" → 0.02; nil for anything else.
     static func ratio(_ text: String) -> Double? {
         let t = text.trimmingCharacters(in: .whitespaces)
@@ -114,7 +125,6 @@ struct Capacity: ParsableCommand {
     }
 
     func run() throws {
-        let overrides = load.target.flatMap { ScenarioLoader.Override(flag: "--target", value: $0) }.map { [$0] } ?? []
         let s: Scenario
         do { s = try ScenarioLoader.load(path: scenario, overrides: overrides) } catch {
             FileHandle.standardError.write(Data("error: \(error)\n".utf8))
@@ -125,12 +135,18 @@ struct Capacity: ParsableCommand {
             FileHandle.standardError.write(Data("error: \(e.message)\n".utf8))
             throw ExitCode(ExitStatus.badInput)
         }
-        let options = try load.runOptions(progress: quiet ? .silent : .lines)
+        var options = try load.runOptions(progress: quiet ? .silent : .lines)
+        options.fleet = fleet.spec
+        // Workers parse the very text this process parsed; each step's load reaches them with their plan.
+        if let text = try? String(contentsOfFile: scenario, encoding: .utf8) {
+            options.scenarioSource = ScenarioSource(yaml: text, file: scenario, overrides: overrides)
+        }
         installSignalHandlers()
         let targetText = s.target == .embedded ? "embedded target" : s.target.description
         FileHandle.standardError.write(Data(("stampede \(RunEngine.version) capacity: \(s.name) → \(targetText), varying \(plan.varyText) from "
             + "\(CapacityRunner.format(plan.from)) to \(CapacityRunner.format(plan.to)) \(plan.unit), steps of \(CapacityRunner.format(plan.warmupSeconds)) s + "
-            + "\(CapacityRunner.format(plan.stepSeconds)) s, \(options.loops) loop(s)\n").utf8))
+            + "\(CapacityRunner.format(plan.stepSeconds)) s, \(options.fleet == nil ? "\(options.loops) loop(s)" : "on workers"), "
+            + (plan.holdsConnections ? "connections kept between steps" : "a whole run per step") + "\n").utf8))
         // One endpoint for the whole search; every step's series carry its `step` label.
         let live = try metrics.start(for: s)
         defer { live?.stop() }
@@ -194,6 +210,7 @@ struct Capacity: ParsableCommand {
         plan.cooldownSeconds = cooldown
         plan.population = population
         plan.confirmations = confirmations
+        plan.freshSteps = freshSteps
         return plan
     }
 }

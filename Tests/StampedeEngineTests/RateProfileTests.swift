@@ -149,4 +149,31 @@ import Testing
             return
         }
     }
+
+    @Test func aRateChangeKeepsEveryEarlierTimeAndPacesTheRestAtTheNewRate() {
+        // A capacity search on held connections: 1,000/s for 2.5 s, then 4,000/s (and a pause, then 500/s).
+        let start: UInt64 = 5_000_000_000
+        var s = schedule(clients: 100, rate: 1000, stages: [], start: start)
+        let before = s
+        s.changeRate(to: 4000, atNs: start + 2_500_000_000)
+        // Messages intended before the change keep their times; the stream's numbering goes on.
+        for j in stride(from: 0, to: 2500, by: 7) {
+            let slot = UInt32(j % 100), seq = UInt32(j / 100)
+            let a = Int64(before.intended(slot: slot, sequence: seq)), b = Int64(s.intended(slot: slot, sequence: seq))
+            #expect(abs(a - b) <= 2, "message \(j)")
+        }
+        // After it, 4,000 a second: message 2,500 + 4,000·k is intended k seconds after the change.
+        for k in 0..<3 {
+            let j = 2500 + 4000 * k
+            let t = s.intended(slot: UInt32(j % 100), sequence: UInt32(j / 100))
+            #expect(abs(Int64(t) - Int64(start + 2_500_000_000 + UInt64(k) * 1_000_000_000)) <= 2, "message \(j)")
+        }
+        #expect(s.profile.messages(fromSeconds: 3, toSeconds: 4) == 4000)
+        // Rate 0 holds no messages: nothing more falls due until the rate comes back.
+        s.changeRate(to: 0, atNs: start + 4_000_000_000)
+        #expect(s.profile.messages(fromSeconds: 4, toSeconds: 60) == 0)
+        s.changeRate(to: 500, atNs: start + 10_000_000_000)
+        #expect(s.profile.messages(fromSeconds: 10, toSeconds: 12) == 1000)
+        #expect(s.profile.rate(atSeconds: 7) == 0 && s.profile.rate(atSeconds: 11) == 500)
+    }
 }

@@ -90,6 +90,13 @@ import Testing
         guard case .join(let j) = try roundTrip(.join(count: 12)), case .leave(let l) = try roundTrip(.leave(count: 3)),
               case .moved(let m) = try roundTrip(.moved(7)) else { Issue.record("not join, leave, moved"); return }
         #expect(j == 12 && l == 3 && m == 7)
+        plan.steered = SteeredLoad(clients: 60_000, connectedAtStart: 1_000, ratePerSecond: 2_500.5, durationSeconds: 3_600)
+        guard case .plan(let steered) = try roundTrip(.plan(plan)) else { Issue.record("not a plan"); return }
+        #expect(steered == plan)
+        guard case .changeRate(let rate, let at) = try roundTrip(.changeRate(ratePerSecond: 20_000, atNs: 123_456_789)) else {
+            Issue.record("not changeRate"); return
+        }
+        #expect(rate == 20_000 && at == 123_456_789)
     }
 
     @Test func garbageIsAnErrorNeverATrap() throws {

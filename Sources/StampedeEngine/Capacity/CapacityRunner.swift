@@ -1,4 +1,5 @@
 import Foundation
+import StampedeFleet
 import StampedeReport
 import StampedeScenario
 import Synchronization
@@ -30,6 +31,9 @@ public struct CapacityPlan: Sendable {
     public var cooldownSeconds: Double = 60
     /// Passing runs the answer needs before it is reported (`--confirmations`).
     public var confirmations = 1
+    /// `--fresh-steps`: every step a whole run (connect, measure, close), for servers whose
+    /// state must be reset between steps; otherwise the clients stay connected across steps.
+    public var freshSteps = false
 
     public init(scenario: Scenario, vary: Vary, sloTexts: [String], slos: [ThresholdSpec], from: Double, to: Double, precision: Double,
                 stepSeconds: Double, warmupSeconds: Double, limits: CapacityResult.Limits) {
@@ -94,6 +98,35 @@ public struct CapacityPlan: Sendable {
         return s
     }
 
+    /// Messages per second per client: the scenario's rate over its clients.
+    public var perClientRate: Double {
+        let s = variedScenario
+        return s.clients > 0 ? s.message.ratePerSecond / Double(s.clients) : 0
+    }
+
+    /// Whether the steps run on one run whose clients stay connected (`HeldSteps`): always,
+    /// unless `--fresh-steps` asks otherwise or the scenario has populations (each step a run).
+    public var holdsConnections: Bool { !freshSteps && population == nil }
+
+    /// The held search's run: every client the search may want set up (the rest held back),
+    /// `from` connected or sent at the start, and a message phase as long as a search can be
+    /// (the runner ends it when the search has its answer).
+    public var heldLoad: SteeredLoad {
+        let hours12 = 12.0 * 3600
+        switch vary {
+        case .messageRate:
+            return SteeredLoad(clients: scenario.clients, connectedAtStart: scenario.clients, ratePerSecond: from, durationSeconds: hours12)
+        case .clients:
+            let top = Int(to.rounded(.up)), start = Int(from)
+            return SteeredLoad(clients: top, connectedAtStart: start, ratePerSecond: perClientRate * Double(top), durationSeconds: hours12)
+        }
+    }
+
+    /// One fresh step's load, as its workers must run it.
+    public func stepLoad(_ s: Scenario) -> SteeredLoad {
+        SteeredLoad(clients: s.clients, connectedAtStart: s.clients, ratePerSecond: s.message.ratePerSecond, durationSeconds: s.durationSeconds)
+    }
+
     /// The scenario (or population) whose load is varied.
     public var variedScenario: Scenario { scenario.populations.first { $0.name == population }?.scenario ?? scenario }
 }
@@ -112,7 +145,10 @@ public struct CapacityOutcome: Sendable {
 /// Runs the search: one ordinary run per step (its own results folder inside the capacity
 /// folder), judged on its measured window, until `CapacitySearch` has a verdict. capacity.json
 /// is rewritten after every step, so an interrupted search keeps what it learned.
-public final class CapacityRunner {
+///
+/// Sendable for the held search's interval observer, which runs on the engine's thread: it reads
+/// only what never changes once the search runs (the plan, the options, the step observer).
+public final class CapacityRunner: @unchecked Sendable {
     let plan: CapacityPlan
     let options: RunOptions
     let progress: ProgressPrinter
@@ -142,7 +178,11 @@ public final class CapacityRunner {
         var writeError: String?
         var unreachable: String?
         var interrupted = false
-        while let (load, stage) = search.next {
+        if plan.holdsConnections {
+            (unreachable, writeError) = runHeld(&search, result: &result, folder: folder!, startedAt: startedAt)
+            interrupted = options.interrupt.isRaised
+        }
+        while !plan.holdsConnections, let (load, stage) = search.next {
             let number = result.steps.count + 1
             // A server pushed past its capacity may still be working off the backlog (its queues,
             // its socket buffers): measuring the next step now would charge it with the last one.
@@ -222,6 +262,8 @@ public final class CapacityRunner {
         var stepFolder: String?
         do {
             if scenario.populations.isEmpty {
+                // The step's load reaches worker processes with their plan.
+                stepOptions.steering = RunSteering(load: plan.stepLoad(scenario))
                 let outcome = try RunEngine(scenario: scenario, options: stepOptions).run()
                 fatal = outcome.record.fatalError
                 stepFolder = outcome.resultsFolder.map { $0.lastPathComponent }

@@ -57,6 +57,17 @@ struct HubCalls {
         sendEpoch &+= 1
     }
 
+    /// After the schedule's rate changed: a running chain gets a new epoch (its pending timer was
+    /// set from the old rate and ends where it fires) and the instant of its next call on the new
+    /// rate; nil when no chain runs, or the next call falls outside the phase (the chain ends).
+    mutating func rearm(on schedule: LoadSchedule) -> UInt64? {
+        guard sendChain else { return nil }
+        sendEpoch &+= 1
+        let next = schedule.intended(slot: sendSlot, sequence: dueSequence)
+        guard schedule.isInPhase(next) else { sendChain = false; return nil }
+        return next
+    }
+
     /// Stops the send chain: its pending timer (of the old epoch) ends where it fires.
     mutating func stopChain() {
         sendEpoch &+= 1

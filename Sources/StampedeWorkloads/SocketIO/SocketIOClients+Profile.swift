@@ -30,4 +30,18 @@ extension SocketIOClients {
         }
         return left
     }
+
+    public func changeRate(to ratePerSecond: Double, atNs: UInt64) {
+        guard plan.load.loadModel == .open else { return }
+        schedule.changeRate(to: ratePerSecond, atNs: atNs)
+        guard phase == .messages, plan.spec.emit != nil else { return }
+        for k in clients.indices {
+            if let next = clients[k].calls.rearm(on: schedule) {
+                loop.schedule(at: next, token: sendToken(k))
+            } else if !clients[k].calls.sendChain, clients[k].phase == .connected {
+                // Its chain ended while the rate was 0 (a pause): it picks the schedule up now.
+                rejoinSchedule(k)
+            }
+        }
+    }
 }
