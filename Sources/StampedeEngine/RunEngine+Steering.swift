@@ -6,12 +6,15 @@ import StampedeLoop
 extension RunEngine {
     /// Applies the commands given since the last tick and moves the clients one tick's worth
     /// toward the wanted count; true when the message phase is to end now.
-    func steer(_ steering: RunSteering) -> Bool {
+    func steer(_ steering: RunSteering, state: TickState) -> Bool {
         var end = false
         for command in steering.take() {
             switch command {
             case .connectedClients(let n):
                 steeredClients = max(0, min(n, scenario.clients))
+                // Each step asks from the clients really there: those a server refused in the
+                // last step are not asked again (they would be refused again, or compound).
+                profileClients = state.open + state.inFlight
             case .rate(let r):
                 let at = EventLoop.now() + 20_000_000
                 for g in groups { g.changeRate(to: r, atNs: at) }

@@ -244,7 +244,7 @@ public final class RunEngine {
             messageEndNs = t1
             profileClients = min(scenario.clientProfile?.start ?? 0, scenario.clients)
             while EventLoop.now() < t1 {
-                _ = tick()
+                let state = tick()
                 if let next = drops.first, EventLoop.now() >= t0 + nanoseconds(next.atSeconds) {
                     drops.removeFirst()
                     for g in groups { g.dropConnections(fraction: next.fraction) }
@@ -255,7 +255,7 @@ public final class RunEngine {
                 }
                 runChurn(until: t1)
                 followClientProfile(phaseStartNs: t0)
-                if let steering = options.steering, steer(steering) {
+                if let steering = options.steering, steer(steering, state: state) {
                     t1 = EventLoop.now()
                     messageEndNs = t1
                 }

@@ -12,16 +12,21 @@ struct Capacity: ParsableCommand {
         abstract: "Find the most load a server holds within its SLOs, and where latency bends (the knee).",
         discussion: """
             Runs the scenario in steady steps at one load each (after a warm-up that is not \
-            measured): doubling from --from until a step fails, then halving the bracket until it \
-            is within --precision, then once more at the answer to confirm it. A step fails on any \
-            SLO, on errors or lost messages above their limits, or when fewer messages went out \
-            than the schedule asked for (under 99 %). A step where the generator itself was \
-            saturated (timers late, client loops at full CPU) is invalid and runs again; invalid \
-            twice, it is the generator's ceiling and the search goes on below it. If the server \
-            holds everything up to that ceiling, the search says so instead of reporting a knee.
+            measured): growing from --from until a step fails, then halving the bracket until it \
+            is within --precision, then once more at the answer to confirm it. The clients stay \
+            connected across steps: a step over clients adds or closes clients, a step over the \
+            rate changes only the schedule (--fresh-steps: a whole run per step). More clients \
+            than one process holds run in worker processes (--processes, --workers), judged on \
+            the exact merge. A step fails on any SLO, on errors or lost messages above their \
+            limits, or when fewer messages went out than the schedule asked for (under 99 %). A \
+            step where the generator itself was saturated (timers late, client loops at full \
+            CPU) is invalid and runs again; invalid twice, it is the generator's ceiling and the \
+            search goes on below it. If the server holds everything up to that ceiling, the \
+            search says so instead of reporting a knee.
 
             Writes results/capacity-<name>-<time>/ with capacity.json (every step, the answer, \
-            the knee, why the next step failed), report.html, and each step's own results folder.
+            the knee, why the next step failed), report.html, and the run's results folder (run/; \
+            with --fresh-steps, each step's own).
 
             Exit codes: 0 found (or the whole range held), 1 the target could not be reached, \
             2 bad input, 98 the generator was the limit, 99 no load met the SLOs or no answer \
@@ -31,6 +36,8 @@ struct Capacity: ParsableCommand {
               stampede serve --port 8765 --max-rate 20000 &
               stampede capacity scenarios/capacity-chat.yaml --vary message.rate --slo "round_trip p(99) < 50ms"
               stampede capacity scenarios/hub-broadcast.yaml --vary clients --slo "fanout p(99) < 200ms" --from 100 --to 5000
+              stampede serve --port 8766 --processes 6 --max-connections 60000 &
+              stampede capacity scenarios/capacity-connections.yaml --vary clients --slo "round_trip p(99) < 200ms" --from 10000 --to 100000
             """)
 
     @Argument(help: "Scenario file (YAML): everything but the varied field stays as written.")

@@ -188,7 +188,7 @@ public final class CapacityRunner: @unchecked Sendable {
             // its socket buffers): measuring the next step now would charge it with the last one.
             var cooldown: Double?
             if let last = result.steps.last, last.outcome != "pass", plan.cooldownSeconds > 0 {
-                cooldown = coolDown(before: number, folder: folder!)
+                cooldown = coolDown(before: number, at: search.highestPass ?? plan.from, folder: folder!)
                 if options.interrupt.isRaised { interrupted = true; break }
             }
             let loadText = Self.format(load)
@@ -224,19 +224,19 @@ public final class CapacityRunner: @unchecked Sendable {
         return CapacityOutcome(result: result, folder: folder, writeError: writeError, exitCode: exit)
     }
 
-    /// Probes at the lowest load (`from`), 1 s warm-up and 2 s measured, until a probe meets
-    /// every check or `cooldownSeconds` have passed. Returns the seconds waited.
-    func coolDown(before number: Int, folder: URL) -> Double {
+    /// Probes at `load` (the last passing load), 1 s warm-up and 2 s measured, until a probe
+    /// meets every check or `cooldownSeconds` have passed. Returns the seconds waited.
+    func coolDown(before number: Int, at load: Double, folder: URL) -> Double {
         let start = Date()
         var probe = 0
         while Date().timeIntervalSince(start) < plan.cooldownSeconds, !options.interrupt.isRaised {
             probe += 1
-            let (step, _) = runStep(number: number, stage: .exponential, load: plan.from, folder: folder, warmupSeconds: 1, stepSeconds: 2,
+            let (step, _) = runStep(number: number, stage: .exponential, load: load, folder: folder, warmupSeconds: 1, stepSeconds: 2,
                                     folderName: String(format: "cooldown-%02d-%d", number, probe))
             if step.outcome == "pass" { break }
         }
         let waited = Date().timeIntervalSince(start)
-        say("cool-down before step \(number): \(probe) probe(s) at \(Self.format(plan.from)) \(plan.unit), \(Self.format(waited)) s")
+        say("cool-down before step \(number): \(probe) probe(s) at \(Self.format(load)) \(plan.unit), \(Self.format(waited)) s")
         return ThresholdEvaluator.rounded(waited)
     }
 
