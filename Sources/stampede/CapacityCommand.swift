@@ -12,9 +12,12 @@ struct Capacity: ParsableCommand {
         abstract: "Find the most load a server holds within its SLOs, and where latency bends (the knee).",
         discussion: """
             Runs the scenario in steady steps at one load each (after a warm-up that is not \
-            measured): doubling from --from until a step fails, then halving the bracket until it \
-            is within --precision, then once more at the answer to confirm it. A step fails on any \
-            SLO, on errors or lost messages above their limits, or when fewer messages went out \
+            measured): growing ×1.5 from --from until a step fails, then halving the bracket until \
+            it is within --precision, then once more at the answer to confirm it. A latency SLO is \
+            judged on the step's one-second intervals: a bootstrap bounds its figure at 90 %; it \
+            holds when the upper bound meets it, fails when even the lower bound misses it, and a \
+            step in between is borderline and runs once more, decided by its figure alone. A step \
+            fails on any SLO, on errors or lost messages above their limits, or when fewer messages went out \
             than the schedule asked for (under 99 %). A step where the generator itself was \
             saturated (timers late, client loops at full CPU) is invalid and runs again; invalid \
             twice, it is the generator's ceiling and the search goes on below it. If the server \
@@ -24,8 +27,8 @@ struct Capacity: ParsableCommand {
             the knee, why the next step failed), report.html, and each step's own results folder.
 
             Exit codes: 0 found (or the whole range held), 1 the target could not be reached, \
-            2 bad input, 98 the generator was the limit, 99 no load met the SLOs or no answer \
-            could be confirmed, 130 interrupted (capacity.json is written, marked partial).
+            2 bad input, 98 the generator was the limit, 99 no load met the SLOs or the server was \
+            too unstable to give one number (unstable), 130 interrupted (capacity.json is written, marked partial).
 
             Examples:
               stampede serve --port 8765 --max-rate 20000 &
