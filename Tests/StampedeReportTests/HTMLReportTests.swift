@@ -87,6 +87,7 @@ import Testing
         // Whole decades on the y axis: 1, 10, 100, 1,000 ms.
         #expect(chart.contains(">1</text>") && chart.contains(">10</text>") && chart.contains(">100</text>"))
         #expect(html.contains("Latency on a log scale") && html.contains("◆ borderline"))
+        #expect(html.contains("1.55 ms … 9.3 ms</td>"), "the steps table shows each step's per-second spread")
         #expect(html.contains("<th>connections</th>") || html.contains(">connections</th>"))
         try expectSafe(html)
 

@@ -119,12 +119,13 @@ enum CapacityHTML {
             let l = s.latencyMicros[metric]
             return ["\(s.number)", s.stage, Fmt.num(s.load), s.outcome, Fmt.num(s.intendedRate), Fmt.num(s.achievedRate), Fmt.num(s.receivedRate),
                     l.map { Fmt.micros($0.p50) } ?? "–", l.map { Fmt.micros($0.p99) } ?? "–", l.map { Fmt.micros($0.max) } ?? "–",
+                    s.spread.map { "\(Fmt.micros($0.min)) … \(Fmt.micros($0.max))" } ?? "–",
                     Fmt.int(s.errors), Fmt.int(s.lost), "\(Fmt.int(s.open))/\(Fmt.int(s.clients))", s.generator.saturated ? "yes" : "no",
                     s.reasons.joined(separator: "; ")]
         }
         let folders = r.steps.compactMap { s in s.resultsFolder.map { "\(s.number): \($0)" } }
         let note = folders.isEmpty ? "" : "<p class=\"sub\">Each step's own results folder (with its report.html) is in this folder: " + HTML.escape(folders.joined(separator: ", ")) + ".</p>"
-        return note + HTML.table(["#", "stage", r.vary == "clients" ? "connections" : "load", "outcome", "intended/s", "sent/s", "received/s", "\(metric) p50", "p99", "max", "errors", "lost", "open", "saturated", "reasons"],
-                          rows, id: "steps-table", numeric: Set([2] + Array(4...12))) { r.steps[$0].outcome }
+        return note + HTML.table(["#", "stage", r.vary == "clients" ? "connections" : "load", "outcome", "intended/s", "sent/s", "received/s", "\(metric) p50", "p99", "max", "SLO figure per second", "errors", "lost", "open", "saturated", "reasons"],
+                          rows, id: "steps-table", numeric: Set([2] + Array(4...13))) { r.steps[$0].outcome }
     }
 }
