@@ -12,25 +12,31 @@ struct Capacity: ParsableCommand {
         abstract: "Find the most load a server holds within its SLOs, and where latency bends (the knee).",
         discussion: """
             Runs the scenario in steady steps at one load each (after a warm-up that is not \
-            measured): growing from --from until a step fails, then halving the bracket until it \
-            is within --precision, then once more at the answer to confirm it. The clients stay \
-            connected across steps: a step over clients adds or closes clients, a step over the \
+            measured): growing ×1.5 from --from until a step fails, then halving the bracket until \
+            it is within --precision, then once more at the answer to confirm it.
+
+            The clients stay connected across steps: a step over clients adds or closes clients, a step over the \
             rate changes only the schedule (--fresh-steps: a whole run per step). More clients \
             than one process holds run in worker processes (--processes, --workers), judged on \
-            the exact merge. A step fails on any SLO, on errors or lost messages above their \
-            limits, or when fewer messages went out than the schedule asked for (under 99 %). A \
-            step where the generator itself was saturated (timers late, client loops at full \
-            CPU) is invalid and runs again; invalid twice, it is the generator's ceiling and the \
-            search goes on below it. If the server holds everything up to that ceiling, the \
-            search says so instead of reporting a knee.
+            the exact merge.
+
+            A latency SLO is judged on the step's one-second intervals: a \
+            bootstrap bounds its figure at 90 %; it holds when the upper bound meets it, fails \
+            when even the lower bound misses it, and a step in between is borderline and runs \
+            once more, decided by its figure alone. A step fails on any SLO, on errors or lost \
+            messages above their limits, or when fewer messages went out than the schedule asked \
+            for (under 99 %). A step where the generator itself was saturated (timers late, \
+            client loops at full CPU) is invalid and runs again; invalid twice, it is the \
+            generator's ceiling and the search goes on below it. If the server holds everything \
+            up to that ceiling, the search says so instead of reporting a knee.
 
             Writes results/capacity-<name>-<time>/ with capacity.json (every step, the answer, \
             the knee, why the next step failed), report.html, and the run's results folder (run/; \
             with --fresh-steps, each step's own).
 
             Exit codes: 0 found (or the whole range held), 1 the target could not be reached, \
-            2 bad input, 98 the generator was the limit, 99 no load met the SLOs or no answer \
-            could be confirmed, 130 interrupted (capacity.json is written, marked partial).
+            2 bad input, 98 the generator was the limit, 99 no load met the SLOs or the server was \
+            too unstable to give one number (unstable), 130 interrupted (capacity.json is written, marked partial).
 
             Examples:
               stampede serve --port 8765 --max-rate 20000 &
@@ -67,7 +73,7 @@ struct Capacity: ParsableCommand {
     @Option(help: "Passing runs the answer needs in the confirmation stage, 1 to 10 (default 1; 3 for a server whose latency is noisy near its limit).")
     var confirmations: Int = 1
 
-    @Option(help: "After a failed step, wait at most this long for the server to recover (probing at --from until the SLOs hold) before the next step; 0 = do not wait (default 60s).")
+    @Option(help: "After a failed step, wait at most this long for the server to recover (pausing the sends, then probing at the last passing load until the SLOs hold) before the next step; 0 = do not wait (default 60s).")
     var cooldown: String = "60s"
 
     @Option(help: "Errors allowed per message sent in a step: 0.1%, or 0.001 (default 0.1%).")

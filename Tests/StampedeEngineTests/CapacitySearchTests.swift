@@ -16,14 +16,14 @@ struct CapacitySearchTests {
         }
     }
 
-    @Test func doublesUntilAFailureThenHalvesTheBracketToThePrecisionThenConfirms() {
+    @Test func growsByHalfUntilAFailureThenHalvesTheBracketToThePrecisionThenConfirms() {
         var s = CapacitySearch(from: 1000, to: 1_000_000, precision: 0.02, integral: false)
         search(&s) { load, _, _ in load <= 20_000 ? .pass : .fail }
         #expect(s.verdict == .found)
         let answer = s.maxSustainable ?? 0
         #expect(answer <= 20_000 && answer >= 20_000 * 0.98)
-        #expect(s.steps.prefix(6).map(\.load) == [1000, 2000, 4000, 8000, 16000, 32000])
-        #expect(s.steps.prefix(6).allSatisfy { $0.stage == .exponential })
+        #expect(s.steps.prefix(9).map(\.load) == [1000, 1500, 2250, 3375, 5062.5, 7593.75, 11390.625, 17085.938, 25628.907])
+        #expect(s.steps.prefix(9).allSatisfy { $0.stage == .exponential })
         #expect(s.steps.last?.stage == .confirm && s.steps.last?.load == answer)
         #expect(s.steps.contains { $0.stage == .binary })
     }
@@ -62,7 +62,7 @@ struct CapacitySearchTests {
         #expect(once.generatorLimit == nil)
 
         // The server holds everything the generator can drive: its limit is not the server's.
-        var always = CapacitySearch(from: 1000, to: 100_000, precision: 0.05, integral: false)
+        var always = CapacitySearch(from: 1000, to: 100_000, precision: 0.05, integral: false, growth: 2)  // steps land on the ceiling
         search(&always) { load, _, _ in load >= 4000 ? .invalid : .pass }
         #expect(always.verdict == .generatorLimited)
         #expect(always.maxSustainable == nil)
@@ -73,7 +73,7 @@ struct CapacitySearchTests {
     }
 
     @Test func aServerLimitBelowTheGeneratorsCeilingIsStillFound() {
-        var s = CapacitySearch(from: 1000, to: 100_000, precision: 0.02, integral: false)
+        var s = CapacitySearch(from: 1000, to: 100_000, precision: 0.02, integral: false, growth: 2)
         search(&s) { load, _, _ in load >= 8000 ? .invalid : load > 5000 ? .fail : .pass }
         #expect(s.verdict == .found)
         #expect(s.generatorLimit == 8000)
@@ -89,8 +89,76 @@ struct CapacitySearchTests {
         var above = CapacitySearch(from: 1000, to: 5000, precision: 0.05, integral: false)
         search(&above) { _, _, _ in .pass }
         #expect(above.verdict == .aboveRange)
-        #expect(above.steps.map(\.load) == [1000, 2000, 4000, 5000], "the last step is the top of the range, not past it")
+        #expect(above.steps.map(\.load) == [1000, 1500, 2250, 3375, 5000], "the last step is the top of the range, not past it")
         #expect(above.maxSustainable == 5000)
+    }
+
+    @Test func theGrowthFactorIsAParameterAndOneClientStillGrows() {
+        var doubling = CapacitySearch(from: 1000, to: 8000, precision: 0.05, integral: false, growth: 2)
+        search(&doubling) { _, _, _ in .pass }
+        #expect(doubling.steps.map(\.load) == [1000, 2000, 4000, 8000])
+        var one = CapacitySearch(from: 1, to: 4, precision: 0.05, integral: true)
+        search(&one) { _, _, _ in .pass }
+        #expect(one.steps.map(\.load) == [1, 2, 3, 4], "1 × 1.5 rounds down to 1: the next client count is 2")
+    }
+
+    @Test func aBorderlineStepRunsOnceMoreAndTheRetryDecidesForItsStage() {
+        // The step at 2250 is borderline; its retry fails: the exponential stage ends there.
+        var s = CapacitySearch(from: 1000, to: 100_000, precision: 0.05, integral: false)
+        search(&s) { load, _, stage in
+            if load == 2250 { return stage == .retry ? .fail : .borderline }
+            return load <= 2000 ? .pass : .fail
+        }
+        #expect(s.steps[2].load == 2250 && s.steps[2].outcome == .borderline && s.steps[2].stage == .exponential)
+        #expect(s.steps[3].load == 2250 && s.steps[3].stage == .retry && s.steps[3].outcome == .fail)
+        #expect(s.steps[4].stage == .binary && s.steps[4].load < 2250 && s.steps[4].load > 1500)
+        #expect(s.verdict == .found && s.steps.filter { $0.load == 2250 }.count == 2)
+
+        // A borderline confirmation whose retry passes confirms the answer.
+        var c = CapacitySearch(from: 1000, to: 100_000, precision: 0.05, integral: false)
+        var confirms = 0
+        search(&c) { load, _, stage in
+            if stage == .confirm { confirms += 1; return .borderline }
+            return load <= 10_000 ? .pass : .fail
+        }
+        #expect(c.verdict == .found && confirms == 1)
+        #expect(c.steps.suffix(2).map(\.stage) == [.confirm, .retry] && c.steps.last?.outcome == .pass)
+
+        // A retry the judge could not decide either (it decides retries by the point estimate) is a fail.
+        var r = CapacitySearch(from: 1000, to: 100_000, precision: 0.05, integral: false)
+        r.record(.pass)
+        r.record(.borderline)
+        r.record(.borderline)
+        #expect(r.steps.last?.outcome == .fail && r.lowestFail == 1500 && r.next?.stage == .binary)
+    }
+
+    @Test func confirmationsThatKeepFailingMakeTheVerdictUnstableAndNameTheRange() throws {
+        var s = CapacitySearch(from: 1000, to: 100_000, precision: 0.05, integral: false)
+        search(&s) { load, _, stage in stage == .confirm ? .fail : load <= 10_000 ? .pass : .fail }
+        #expect(s.verdict == .unstable && s.verdict?.rawValue == "unstable")
+        #expect(s.maxSustainable == nil)
+        let confirms = s.steps.filter { $0.stage == .confirm }
+        #expect(confirms.count == 3 && confirms.allSatisfy { $0.outcome == .fail })
+        let range = try #require(s.unstableRange)
+        #expect(range.lowerBound == confirms.map(\.load).min() && range.upperBound == confirms[0].load,
+                "from the lowest load that failed to the highest that passed at or above it: \(range)")
+
+        let runner = CapacityRunner(plan: plan(), options: RunOptions(progress: .silent))
+        var result = runner.emptyResult(startedAt: Date())
+        result.steps = s.steps.map { step($0.load, $0.outcome.rawValue, p50: 1000) }
+        runner.conclude(&result, search: s, interrupted: false, unreachable: nil, startedAt: Date())
+        #expect(result.verdict == "unstable")
+        #expect(result.conclusion.hasPrefix("the server is too unstable to give one number: between "), "\(result.conclusion)")
+        #expect(result.conclusion.contains(CapacityRunner.format(range.upperBound)) && result.conclusion.contains(CapacityRunner.format(range.lowerBound)))
+    }
+
+    @Test func theCoolDownLoadIsTheHighestPassSoFar() {
+        var s = CapacitySearch(from: 1000, to: 100_000, precision: 0.05, integral: false)
+        #expect(s.coolDownLoad == 1000, "nothing passed yet: the lowest load")
+        s.record(.pass)
+        s.record(.pass)
+        s.record(.fail)
+        #expect(s.coolDownLoad == 1500)
     }
 
     @Test func clientCountsStayWholeNumbers() {
@@ -176,6 +244,53 @@ struct CapacitySearchTests {
         #expect(c.outcome == "fail" && c.reasons == ["1 of 2 clients connected"])
     }
 
+    /// Ten one-second intervals of 100 round trips each: `slow` of them at 80 ms, the others at 10 ms.
+    func window(slow: Int) -> StepWindow {
+        var w = StepWindow(warmupSeconds: 0, endSeconds: 10)
+        for i in 0..<10 {
+            w.add(report(messageSeconds: Double(i)...Double(i + 1), sent: 100, rttMicros: i < slow ? 80_000 : 10_000))
+        }
+        return w
+    }
+
+    @Test func aStepPassesFailsOrIsBorderlineByItsIntervalsBootstrapBounds() throws {
+        let judge = StepJudge(slos: [slo], limits: limits)
+        func judged(_ w: StepWindow, _ stage: CapacitySearch.Stage = .binary) -> CapacityResult.Step {
+            judge.judge(w, number: 1, stage: stage, load: 100, intendedRate: 100, runFailure: nil)
+        }
+        let steady = judged(window(slow: 0))
+        #expect(steady.outcome == "pass" && steady.reasons.isEmpty)
+        let spread = try #require(steady.spread)
+        #expect(spread.slo == "round_trip p(99) < 50ms" && spread.intervals == 10 && spread.decision == "pass")
+        #expect(spread.min == spread.max && spread.high < 50_000 && spread.confidence == 0.9)
+
+        let slow = judged(window(slow: 10))
+        #expect(slow.outcome == "fail" && slow.reasons == ["round_trip p(99) < 50ms: measured 80ms"], "\(slow.reasons)")
+        #expect(slow.spread?.low ?? 0 > 50_000, "even the lower bound misses the SLO")
+
+        // One slow second in ten: the whole window's p99 is 80 ms, but a resample without that
+        // second (a third of them) meets the SLO. Neither clearly held nor clearly missed.
+        let noisy = judged(window(slow: 1))
+        #expect(noisy.outcome == "borderline", "\(noisy.reasons)")
+        #expect(noisy.reasons.first?.contains("borderline, measured 80ms, 90% bounds 10ms … 80ms") == true, "\(noisy.reasons)")
+        let wide = try #require(noisy.spread)
+        #expect(wide.min < 11_000 && wide.max > 79_000 && wide.median < 11_000, "the interval spread shows the one slow second")
+        #expect(wide.low < 50_000 && wide.high > 50_000)
+
+        // The same window run as the retry of a borderline step: the point estimate decides.
+        #expect(judged(window(slow: 1), .retry).outcome == "fail")
+        #expect(judged(window(slow: 1)) == noisy, "the bootstrap's seed makes a judgement repeatable")
+    }
+
+    @Test func theWindowKeepsAtMostSixHundredIntervalsPerMetricMergingNeighbours() {
+        var w = StepWindow(warmupSeconds: 0, endSeconds: 700)
+        for i in 0..<700 { w.add(report(messageSeconds: Double(i)...Double(i + 1), sent: 1)) }
+        let bins = w.latencyIntervals["round_trip"]
+        #expect(w.intervals == 700 && bins?.intervalCount == 700)
+        #expect((bins?.bins.count ?? 0) <= StepWindow.maxIntervals && (bins?.bins.count ?? 0) >= StepWindow.maxIntervals / 2)
+        #expect(bins?.bins.reduce(0) { $0 + $1.histogram.totalCount } == 700, "merged, never dropped")
+    }
+
     // MARK: Conclusions
 
     func step(_ load: Double, _ outcome: String, p50: UInt64) -> CapacityResult.Step {
@@ -200,14 +315,17 @@ struct CapacitySearchTests {
         #expect(CapacityRunner.knee([step(1000, "pass", p50: 300), step(2000, "invalid", p50: 90_000)]) == nil, "invalid steps do not count")
     }
 
-    @Test func aGeneratorLimitedSearchSaysSoAndReportsNoKnee() throws {
+    func plan() -> CapacityPlan {
         let scenario = Scenario(name: "cap", target: .embedded, clients: 2, connectRate: 100, durationSeconds: 1,
                                 message: MessageSpec(ratePerSecond: 1000, size: 64), loadModel: .open, thinkTimeSeconds: 0, seed: 1,
                                 drainSeconds: 1, connectTimeoutSeconds: 1)
-        let plan = CapacityPlan(scenario: scenario, vary: .messageRate, sloTexts: ["round_trip p(99) < 50ms"], slos: [slo], from: 1000,
-                                to: 64000, precision: 0.02, stepSeconds: 10, warmupSeconds: 2, limits: limits)
-        let runner = CapacityRunner(plan: plan, options: RunOptions(progress: .silent))
-        var search = CapacitySearch(from: 1000, to: 64000, precision: 0.02, integral: false)
+        return CapacityPlan(scenario: scenario, vary: .messageRate, sloTexts: ["round_trip p(99) < 50ms"], slos: [slo], from: 1000,
+                            to: 64000, precision: 0.02, stepSeconds: 10, warmupSeconds: 2, limits: limits)
+    }
+
+    @Test func aGeneratorLimitedSearchSaysSoAndReportsNoKnee() throws {
+        let runner = CapacityRunner(plan: plan(), options: RunOptions(progress: .silent))
+        var search = CapacitySearch(from: 1000, to: 64000, precision: 0.02, integral: false, growth: 2)
         var result = runner.emptyResult(startedAt: Date())
         while let next = search.next {
             let outcome = next.load >= 4000 ? "invalid" : "pass"

@@ -68,6 +68,34 @@ import Testing
         try expectSafe(html)
     }
 
+    @Test func aConnectionSearchDrawsConnectionsALogLatencyAxisAndEachStepsSpread() throws {
+        var r = try CapacityResult.read(Data(contentsOf: Self.capacityFixture.appendingPathComponent("capacity.json")))
+        r.vary = "clients"
+        r.unit = "clients"
+        // The fixture's p99s run from 3.1 ms to 412 ms: more than 20×.
+        for i in r.steps.indices {
+            let figure = r.steps[i].slos.first?.observed ?? 1000
+            r.steps[i].spread = CapacityResult.Spread(slo: "round_trip p(99) < 50ms", intervals: 10, min: figure / 2, median: figure, max: figure * 3,
+                                                      low: figure * 0.8, high: figure * 1.5, confidence: 0.9, decision: "pass")
+        }
+        r.steps[0].outcome = "borderline"
+        let html = CapacityHTML.page(r, location: "/tmp/x")
+        let chart = try #require(html.components(separatedBy: "id=\"chart-capacity\"").dropFirst().first?.components(separatedBy: "</figure>").first)
+        #expect(chart.contains("connections (clients)") && chart.contains("SLO latency by connections"))
+        #expect(chart.components(separatedBy: "<g class=\"spread\"").count - 1 == r.steps.count, "one bar per step")
+        #expect(chart.contains("per interval 1.55 ms … 9.3 ms"), "a bar's title names the step's spread")
+        // Whole decades on the y axis: 1, 10, 100, 1,000 ms.
+        #expect(chart.contains(">1</text>") && chart.contains(">10</text>") && chart.contains(">100</text>"))
+        #expect(html.contains("Latency on a log scale") && html.contains("◆ borderline"))
+        #expect(html.contains("1.55 ms … 9.3 ms</td>"), "the steps table shows each step's per-second spread")
+        #expect(html.contains("<th>connections</th>") || html.contains(">connections</th>"))
+        try expectSafe(html)
+
+        // A flat curve stays linear.
+        for i in r.steps.indices { r.steps[i].spread = nil; r.steps[i].slos[0].observed = 5000 }
+        #expect(!CapacityHTML.page(r, location: "/tmp/x").contains("log scale"))
+    }
+
     @Test func comparisonShowsVerdictsAndBothRunsOverlaid() throws {
         try withTempDir { root in
             let a = try ResultsWriter.write(record(), resultsRoot: root)

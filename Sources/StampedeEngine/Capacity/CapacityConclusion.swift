@@ -50,18 +50,26 @@ extension CapacityRunner {
             r.conclusion = "held every load up to \(f(plan.to)), the top of the range: raise --to to find the limit"
         case .belowRange:
             r.conclusion = "the lowest load, \(f(plan.from)), already failed\(why): lower --from"
-        case .unconfirmed:
-            // The loads that both passed and failed: where the server's capacity wanders.
-            let passedAbove = r.steps.filter { $0.outcome == "pass" && $0.load >= (search.lowestFail ?? .infinity) }.map(\.load).max()
-            let range = passedAbove.map { "between \(f(search.lowestFail)) and \(f($0)) the server passed and failed by turns" }
-                ?? "each confirmation failed again"
-            r.conclusion = "no answer could be confirmed: \(range) (its capacity varies more than --precision \(ThresholdMeasure.trimmed(plan.precision * 100))%); "
+        case .unstable:
+            // `unstable`: the loads where it both passed and failed are where its capacity wanders.
+            let range = search.unstableRange.map { $0.lowerBound == $0.upperBound ? "at \(f($0.lowerBound))" : "between \(f($0.lowerBound)) and \(f($0.upperBound))" } ?? "near \(f(search.lowestFail))"
+            r.conclusion = "the server is too unstable to give one number: \(range) it passed and failed by turns "
+                + "(its capacity varies more than --precision \(ThresholdMeasure.trimmed(plan.precision * 100))%); "
                 + "the highest load below that which passed is \(f(search.highestPass))"
         case .generatorLimited:
             let reason = r.steps.last { $0.outcome == "invalid" && $0.load == search.generatorLimit }?.reasons.first.map { " (\($0))" } ?? ""
             r.conclusion = "the generator could not drive \(f(search.generatorLimit))\(reason), so no knee is reported; the server held at least \(f(search.highestPass)). "
                 + "Give the generator more cores (--loops) or more processes, or move the server to another host."
         }
+    }
+
+    /// The first latency SLO's interval spread for a step's progress line: "per s 3.1ms…48ms,
+    /// 90% bounds 6ms…21ms"; empty without one. A server whose figure jumps from second to
+    /// second shows it here before the search's answer does.
+    func spreadText(_ step: CapacityResult.Step) -> String {
+        guard let s = step.spread else { return "" }
+        func t(_ v: Double) -> String { ThresholdMeasure.text(v, unit: "us") }
+        return "  per s \(t(s.min))…\(t(s.max)), \(ThresholdMeasure.trimmed(s.confidence * 100))% bounds \(t(s.low))…\(t(s.high))"
     }
 
     /// Where the load–latency curve bends: the lowest load from which every higher step's figure

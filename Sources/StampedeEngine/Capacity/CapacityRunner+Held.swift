@@ -72,7 +72,7 @@ extension CapacityRunner {
             let moved = plan.vary == .clients ? "  joined \(tally.joined), left \(tally.left), reconnected \(tally.reconnected)" : ""
             say("step \(step.number) (\(step.stage)) at \(Self.format(step.load)) \(plan.unit): \(step.outcome)"
                 + (step.reasons.isEmpty ? "" : " (" + step.reasons.joined(separator: "; ") + ")")
-                + "  sent \(Self.format(step.achievedRate))/s" + primaryLatencyText(step) + moved + "  \(bracket)")
+                + "  sent \(Self.format(step.achievedRate))/s" + primaryLatencyText(step) + spreadText(step) + moved + "  \(bracket)")
             conclude(&s.result, search: search, interrupted: false, unreachable: nil, startedAt: startedAt)
             s.writeError = write(s.result, to: folder) ?? s.writeError
         }

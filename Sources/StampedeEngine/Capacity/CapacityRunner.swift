@@ -187,8 +187,8 @@ public final class CapacityRunner: @unchecked Sendable {
             // A server pushed past its capacity may still be working off the backlog (its queues,
             // its socket buffers): measuring the next step now would charge it with the last one.
             var cooldown: Double?
-            if let last = result.steps.last, last.outcome != "pass", plan.cooldownSeconds > 0 {
-                cooldown = coolDown(before: number, at: search.highestPass ?? plan.from, folder: folder!)
+            if let last = result.steps.last, last.outcome == "fail" || last.outcome == "invalid", plan.cooldownSeconds > 0 {
+                cooldown = coolDown(before: number, at: search.coolDownLoad, folder: folder!)
                 if options.interrupt.isRaised { interrupted = true; break }
             }
             let loadText = Self.format(load)
@@ -202,7 +202,7 @@ public final class CapacityRunner: @unchecked Sendable {
             search.record(CapacitySearch.Outcome(rawValue: step.outcome) ?? .fail)
             let bracket = "bracket \(search.highestPass.map(Self.format) ?? "–") … \(search.lowestFail.map(Self.format) ?? "?")"
             say("step \(number): \(step.outcome)" + (step.reasons.isEmpty ? "" : " (" + step.reasons.joined(separator: "; ") + ")")
-                + "  sent \(Self.format(step.achievedRate))/s" + primaryLatencyText(step) + "  \(bracket)")
+                + "  sent \(Self.format(step.achievedRate))/s" + primaryLatencyText(step) + spreadText(step) + "  \(bracket)")
             conclude(&result, search: search, interrupted: false, unreachable: nil, startedAt: startedAt)
             writeError = write(result, to: folder!) ?? writeError
         }
@@ -218,7 +218,7 @@ public final class CapacityRunner: @unchecked Sendable {
             switch search.verdict {
             case .found, .aboveRange: exit = RunExitStatus.passed
             case .generatorLimited: exit = RunExitStatus.saturated
-            case .belowRange, .unconfirmed, nil: exit = RunExitStatus.thresholdFailed
+            case .belowRange, .unstable, nil: exit = RunExitStatus.thresholdFailed
             }
         }
         return CapacityOutcome(result: result, folder: folder, writeError: writeError, exitCode: exit)
@@ -231,7 +231,7 @@ public final class CapacityRunner: @unchecked Sendable {
         var probe = 0
         while Date().timeIntervalSince(start) < plan.cooldownSeconds, !options.interrupt.isRaised {
             probe += 1
-            let (step, _) = runStep(number: number, stage: .exponential, load: load, folder: folder, warmupSeconds: 1, stepSeconds: 2,
+            let (step, _) = runStep(number: number, stage: .retry, load: load, folder: folder, warmupSeconds: 1, stepSeconds: 2,
                                     folderName: String(format: "cooldown-%02d-%d", number, probe))
             if step.outcome == "pass" { break }
         }

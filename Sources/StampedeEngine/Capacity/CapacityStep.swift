@@ -5,7 +5,12 @@ import StampedeScenario
 /// One capacity step's measured window: the intervals of the message phase after the warm-up,
 /// gathered from the engine's interval reports (`RunOptions.intervalObserver`) as the step runs.
 /// Only whole intervals inside the window count, so ramps and the drain are never measured.
+/// Besides the window's totals it keeps each latency metric's intervals apart (`latencyIntervals`),
+/// so the judge can see how much a statistic moves from one second to the next.
 struct StepWindow: Sendable {
+    /// Intervals kept apart per latency metric: past this many, neighbours are merged pairwise
+    /// (memory stays bounded however long the step; the bootstrap then draws 2-, 4- … second blocks).
+    static let maxIntervals = 600
     let warmupSeconds: Double
     let endSeconds: Double
     var shard = MetricsShard()
@@ -17,6 +22,9 @@ struct StepWindow: Sendable {
     var loops = 0
     var open = 0
     var clients = 0
+    /// Each latency metric's measured intervals (by metric key, as `MetricsShard.latencyHistogram(key:)`),
+    /// only those with samples.
+    var latencyIntervals: [String: IntervalBins] = [:]
 
     init(warmupSeconds: Double, endSeconds: Double) {
         self.warmupSeconds = warmupSeconds
@@ -29,6 +37,10 @@ struct StepWindow: Sendable {
         guard r.phase == "messages", let m = r.messagePhaseSeconds, m.lowerBound >= warmupSeconds - 0.001,
               m.upperBound <= endSeconds + 0.001 else { return }
         shard.add(r.interval)
+        for (key, h) in r.interval.latenciesWithSamples {
+            latencyIntervals[key, default: IntervalBins(maxBins: Self.maxIntervals)]
+                .add(HistogramLogInterval(startSeconds: m.lowerBound, lengthSeconds: m.upperBound - m.lowerBound, histogram: h))
+        }
         seconds += m.upperBound - m.lowerBound
         intervals += 1
         maxTimerLagNs = max(maxTimerLagNs, r.timerLagNs)
@@ -41,9 +53,20 @@ struct StepWindow: Sendable {
 }
 
 /// How a step is judged: its SLOs, and the limits every step must stay within.
+///
+/// A latency SLO is judged with stated confidence: besides the whole window's statistic, a
+/// bootstrap over the window's intervals (`SLOBounds`) gives its one-sided `confidence` bounds.
+/// The SLO holds when the worse bound meets it, fails when even the better bound misses it, and
+/// is borderline in between: the step is then `borderline` and run again (stage `retry`), and the
+/// retry is decided by the point estimate alone.
 struct StepJudge {
     var slos: [ThresholdSpec]
     var limits: CapacityResult.Limits
+    /// Bootstrap resamples per latency SLO, and the seed that makes them repeatable.
+    var resamples = 400
+    var seed: UInt64 = 0x5EED
+    /// One-sided confidence of each bound (0.9: the 10th and 90th percentiles of the resamples).
+    var confidence = 0.9
     /// Client loops busier than this share of their cores mean the generator is the limit.
     static let saturatedLoopCPUShare = GeneratorDelay.busyLoopCPUShare
 
@@ -57,8 +80,11 @@ struct StepJudge {
         func perSecond(_ n: UInt64) -> Double { seconds > 0 ? ThresholdEvaluator.rounded(Double(n) / seconds) : 0 }
         var evaluator = ThresholdEvaluator(slos)
         let sloResults = evaluator.finish(totals: m, storms: [], messageSeconds: seconds) ?? []
+        let bounds = SLOBounds.judge(sloResults, specs: slos, window: w, resamples: resamples, seed: seed, confidence: confidence,
+                                     byPointEstimate: stage == .retry)
         var invalid: [String] = []
         var failed: [String] = []
+        var borderline: [String] = []
 
         let lagMs = Double(w.maxTimerLagNs) / 1e6
         if w.maxTimerLagNs > RunEngine.saturationTimerLagNs {
@@ -72,8 +98,12 @@ struct StepJudge {
             failed.append("no whole interval after the warm-up (the step ended early)")
         }
         if w.open < w.clients { failed.append("\(w.open) of \(w.clients) clients connected") }
-        for r in sloResults where !r.passed {
-            failed.append("\(r.metric) \(r.condition): measured \(r.observedText)")
+        for (r, b) in zip(sloResults, bounds) {
+            switch b.decision {
+            case .pass: break
+            case .fail: failed.append("\(r.metric) \(r.condition): measured \(r.observedText)")
+            case .borderline: borderline.append("\(r.metric) \(r.condition): borderline, measured \(r.observedText), \(b.boundsText)")
+            }
         }
         if sent > 0, Double(errors) > limits.errorRatio * Double(sent) {
             failed.append("errors \(errors) of \(sent) sent (limit \(ThresholdMeasure.trimmed(limits.errorRatio * 100))%)")
@@ -98,14 +128,14 @@ struct StepJudge {
         // lag to a send and as much to the read of the reply.
         let saturated = !invalid.isEmpty
         let lagMicros = Double(w.maxTimerLagNs) / 1000
-        let clearlyServer = sloResults.contains { GeneratorDelay.failsBeyondLag($0, lagMicros: lagMicros) }
+        let clearlyServer = zip(sloResults, bounds).contains { $1.decision == .fail && GeneratorDelay.failsBeyondLag($0, lagMicros: lagMicros) }
         if failed.isEmpty || clearlyServer {
             if saturated && !failed.isEmpty { failed.append("the generator was saturated too (\(invalid.joined(separator: "; "))), but that adds at most twice its lag") }
             invalid = []
         }
-        let outcome: CapacitySearch.Outcome = !invalid.isEmpty ? .invalid : failed.isEmpty ? .pass : .fail
-        return CapacityResult.Step(
-            number: number, stage: stage.rawValue, load: load, outcome: outcome.rawValue, reasons: invalid + failed,
+        let outcome: CapacitySearch.Outcome = !invalid.isEmpty ? .invalid : !failed.isEmpty ? .fail : !borderline.isEmpty ? .borderline : .pass
+        var step = CapacityResult.Step(
+            number: number, stage: stage.rawValue, load: load, outcome: outcome.rawValue, reasons: invalid + failed + borderline,
             measuredSeconds: ThresholdEvaluator.rounded(seconds), intendedRate: ThresholdEvaluator.rounded(intendedRate),
             achievedRate: perSecond(sent), receivedRate: perSecond(delivered &+ m[.fanoutReceived]),
             sent: sent, delivered: delivered, lost: lost, errors: errors, open: w.open, clients: w.clients,
@@ -113,5 +143,7 @@ struct StepJudge {
             generator: .init(maxTimerLagMicros: w.maxTimerLagNs / 1000, peakClientLoopCPUPercent: ThresholdEvaluator.rounded(w.peakClientLoopCPUPercent),
                              peakProcessCPUPercent: ThresholdEvaluator.rounded(w.peakProcessCPUPercent), loops: w.loops, saturated: saturated),
             resultsFolder: nil)
+        step.spread = zip(sloResults, bounds).lazy.compactMap { r, b in b.spread(of: r) }.first
+        return step
     }
 }

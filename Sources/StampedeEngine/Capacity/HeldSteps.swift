@@ -118,7 +118,7 @@ struct HeldSteps {
             let arriving = r.interval[.messagesDelivered] &+ r.interval[.fanoutReceived]
             guard (arriving == 0 && t - since >= 1) || t - (coolDown?.sinceSeconds ?? since) >= plan.cooldownSeconds else { return out }
             pausedSince = nil
-            out.commands = [.rate(rate(for: coolDownLoad)), begin(number: steps + 1, stage: .exponential, load: coolDownLoad, probe: true, at: t)]
+            out.commands = [.rate(rate(for: coolDownLoad)), begin(number: steps + 1, stage: .retry, load: coolDownLoad, probe: true, at: t)]
             return out
         }
         guard var cur = current else { return out }
@@ -160,7 +160,7 @@ struct HeldSteps {
     /// After a step: a cool-down when it failed, else the search's next step (or the end).
     mutating func next(at t: Double, into out: inout Outcome) -> [RunSteering.Command] {
         guard search.next != nil else { out.finished = true; return [.endMessages] }
-        if lastOutcome != .pass, plan.cooldownSeconds > 0 {
+        if lastOutcome == .fail || lastOutcome == .invalid, plan.cooldownSeconds > 0 {
             coolDown = (t, 1)
             pausedSince = t
             // Clients a search over clients has too many leave during the pause (they are idle then).
@@ -171,7 +171,7 @@ struct HeldSteps {
 
     /// Where a cool-down waits: the highest load that passed so far (the search's answer is
     /// near it, so clients need not leave and come back), or `from`.
-    var coolDownLoad: Double { search.highestPass ?? plan.from }
+    var coolDownLoad: Double { search.coolDownLoad }
 
     mutating func afterProbe(passed: Bool, at t: Double, into out: inout Outcome) -> [RunSteering.Command] {
         guard var cool = coolDown else { return [nextStep(at: t)] }
@@ -182,7 +182,7 @@ struct HeldSteps {
         }
         cool.probes += 1
         coolDown = cool
-        return [begin(number: steps + 1, stage: .exponential, load: coolDownLoad, probe: true, at: t)]
+        return [begin(number: steps + 1, stage: .retry, load: coolDownLoad, probe: true, at: t)]
     }
 
     mutating func nextStep(at t: Double) -> RunSteering.Command {

@@ -34,8 +34,9 @@ public struct CapacityResult: Codable, Sendable, Equatable {
     public var steps: [Step]
     /// How the search ended: "found" (a maximum sustainable load, confirmed), "generator_limited"
     /// (the generator could not produce a load the server might fail: no knee is reported),
-    /// "above_range" (even `to` passed), "below_range" (even `from` failed), "unconfirmed" (the
-    /// confirmation failed again at every retry), "interrupted".
+    /// "above_range" (even `to` passed), "below_range" (even `from` failed), "unstable" (the
+    /// confirmations failed again and again: the server passed and failed by turns), "interrupted".
+    /// Files written before "unstable" existed say "unconfirmed" for it.
     public var verdict: String
     /// The highest load that passed every check, confirmed; nil unless the verdict is "found".
     public var maxSustainable: Double?
@@ -128,10 +129,11 @@ public struct CapacityResult: Codable, Sendable, Equatable {
     /// One steady step: the load held for warm-up plus the measured window.
     public struct Step: Codable, Sendable, Equatable {
         public var number: Int
-        /// "exponential", "binary" or "confirm".
+        /// "exponential", "binary", "confirm", or "retry" (the same load again after a borderline step).
         public var stage: String
         public var load: Double
-        /// "pass", "fail" or "invalid" (the generator was saturated: the step says nothing about the server).
+        /// "pass", "fail", "invalid" (the generator was saturated: the step says nothing about the
+        /// server) or "borderline" (an SLO's bootstrap bounds straddle its limit: run again).
         public var outcome: String
         /// Why it failed or is invalid ("round_trip p(99) 83.1ms ≥ 50ms", "achieved 18,950/s < 99 % of 20,000/s").
         public var reasons: [String]
@@ -158,6 +160,9 @@ public struct CapacityResult: Codable, Sendable, Equatable {
         /// Seconds spent before this step waiting for the server to recover from the last
         /// (failed) one, probing at `from`; nil when the step followed a pass.
         public var cooldownSeconds: Double? = nil
+        /// How the first latency SLO's statistic varied over the window's intervals, and its
+        /// bootstrap bounds; nil without a latency SLO or without samples.
+        public var spread: Spread? = nil
 
         enum CodingKeys: String, CodingKey {
             case number
@@ -180,6 +185,7 @@ public struct CapacityResult: Codable, Sendable, Equatable {
             case generator
             case resultsFolder = "results_folder"
             case cooldownSeconds = "cooldown_seconds"
+            case spread
         }
 
         public init(number: Int, stage: String, load: Double, outcome: String, reasons: [String], measuredSeconds: Double,
@@ -216,6 +222,36 @@ public struct CapacityResult: Codable, Sendable, Equatable {
             try c.encode(generator, forKey: .generator)
             try c.encode(resultsFolder, forKey: .resultsFolder)
             try c.encode(cooldownSeconds, forKey: .cooldownSeconds)
+            try c.encode(spread, forKey: .spread)
+        }
+    }
+
+    /// One latency SLO's statistic over a step's intervals: how much it moved from one second to
+    /// the next, and how sure the whole window's figure is (a bootstrap over the intervals).
+    public struct Spread: Codable, Sendable, Equatable {
+        /// The SLO as given ("round_trip p(99) < 50ms").
+        public var slo: String
+        /// Intervals with samples (one second each; once there are more than 600, neighbours are
+        /// merged pairwise, and each of these is then 2, 4 … seconds).
+        public var intervals: Int
+        /// The statistic over each interval alone, µs: the lowest, the median and the highest.
+        public var min: Double
+        public var median: Double
+        public var max: Double
+        /// The statistic's bootstrap bounds for the whole window, µs: each one-sided at `confidence`.
+        public var low: Double
+        public var high: Double
+        /// 0.9: the true figure is below `high` (and above `low`) with 90 % confidence.
+        public var confidence: Double
+        /// How the bounds judged the SLO: "pass" (the worse bound meets it), "fail" (even the
+        /// better bound misses it), "borderline" (between), or, for a retry's step, the point
+        /// estimate's "pass" or "fail".
+        public var decision: String
+
+        public init(slo: String, intervals: Int, min: Double, median: Double, max: Double, low: Double, high: Double, confidence: Double,
+                    decision: String) {
+            self.slo = slo; self.intervals = intervals; self.min = min; self.median = median; self.max = max
+            self.low = low; self.high = high; self.confidence = confidence; self.decision = decision
         }
     }
 

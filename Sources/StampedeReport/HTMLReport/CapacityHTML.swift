@@ -12,6 +12,13 @@ enum CapacityHTML {
                                  subtitle: "varying \(r.vary) against \(r.target), \(r.startedAt), verdict \(r.verdict)", body: body)
     }
 
+    /// The x axis's name: a connection search's load is its connected clients.
+    static func xLabel(_ r: CapacityResult) -> String { r.vary == "clients" ? "connections (clients)" : "load (\(r.unit))" }
+
+    /// Latency figures spanning more than this factor are drawn on a log axis (else the low
+    /// steps' figures sit flat on the floor under one failing step's seconds).
+    static let logLatencySpan = 20.0
+
     static func load(_ r: CapacityResult, _ x: Double?) -> String { x.map { "\(Fmt.num($0)) \(r.unit)" } ?? "–" }
 
     static func headline(_ r: CapacityResult) -> String {
@@ -61,12 +68,27 @@ enum CapacityHTML {
                                       points: ordered.compactMap { s in sloValue(s, i).map { (s.load, $0) } }))
         }
         var markers: [ChartMarker] = []
+        var bars: [ChartErrorBar] = []
         for s in r.steps {
             guard let y = sloValue(s, 0) else { continue }
-            let (shape, color): (ChartMarker.Shape, String) = s.outcome == "pass" ? (.circle, Palette.pass) : s.outcome == "fail" ? (.cross, Palette.fail) : (.square, Palette.invalid)
+            let (shape, color): (ChartMarker.Shape, String) = switch s.outcome {
+            case "pass": (.circle, Palette.pass)
+            case "fail": (.cross, Palette.fail)
+            case "borderline": (.diamond, Palette.knee)
+            default: (.square, Palette.invalid)
+            }
             markers.append(ChartMarker(x: s.load, y: y, shape: shape, color: color,
                                        title: "step \(s.number) (\(s.stage)): \(Fmt.num(s.load)) \(r.unit), \(s.outcome)\(s.reasons.isEmpty ? "" : ": " + s.reasons.joined(separator: "; "))"))
         }
+        for s in r.steps {
+            guard let sp = s.spread else { continue }
+            bars.append(ChartErrorBar(x: s.load, low: sp.min / 1000, high: sp.max / 1000, color: Palette.invalid,
+                                      title: "step \(s.number): \(sp.slo) per interval \(Fmt.micros(sp.min)) … \(Fmt.micros(sp.max)) (median \(Fmt.micros(sp.median)), \(sp.intervals) intervals); "
+                                          + "\(Fmt.sig(sp.confidence * 100))% bounds \(Fmt.micros(sp.low)) … \(Fmt.micros(sp.high)): \(sp.decision)"))
+        }
+        let figures = series.flatMap { $0.points.map { $0.y } } + bars.flatMap { [$0.low, $0.high] }
+        let positive = figures.filter { $0 > 0 && $0.isFinite }
+        let yAxis: LineChart.YAxis = (positive.max() ?? 1) / (positive.min() ?? 1) > logLatencySpan ? .log10 : .linear
         var rules: [ChartRule] = []
         var seen = Set<Double>()
         for slo in r.steps.flatMap(\.slos) where slo.unit == "us" && seen.insert(slo.limit).inserted {
@@ -77,10 +99,13 @@ enum CapacityHTML {
         if let m = r.maxSustainable { vertical.append(ChartRule(value: m, label: "max sustainable \(Fmt.num(m))", color: Palette.sustainable)) }
         if r.maxSustainable == nil, let h = r.heldAtLeast { vertical.append(ChartRule(value: h, label: "held at least \(Fmt.num(h))", color: Palette.sustainable)) }
         if let g = r.generatorLimit { vertical.append(ChartRule(value: g, label: "generator limit \(Fmt.num(g))", color: Palette.invalid)) }
-        var out = "<p>One point per step (● pass, ✕ fail, □ invalid: the generator was saturated). Dashed lines: the SLO limit, the knee and the maximum sustainable load.</p>"
-        out += LineChart(id: "chart-capacity", title: "SLO latency by load", xLabel: "load (\(r.unit))", yLabel: "latency (ms)", xAxis: axis,
-                         series: series, markers: markers, horizontalRules: rules, verticalRules: vertical, xFormat: Fmt.tick).html()
-        out += LineChart(id: "chart-capacity-rates", title: "Achieved rates by load", xLabel: "load (\(r.unit))", yLabel: "messages/s", xAxis: axis,
+        let by = r.vary == "clients" ? "connections" : "load"
+        var out = "<p>One point per step (● pass, ✕ fail, ◆ borderline: run again, □ invalid: the generator was saturated); its bar spans the lowest to the highest "
+            + "one-second figure of the step. Dashed lines: the SLO limit, the knee and the maximum sustainable load."
+            + (yAxis == .log10 ? " Latency on a log scale (the figures span more than \(Fmt.sig(logLatencySpan))×)." : "") + "</p>"
+        out += LineChart(id: "chart-capacity", title: "SLO latency by \(by)", xLabel: xLabel(r), yLabel: "latency (ms)", xAxis: axis, yAxis: yAxis,
+                         series: series, markers: markers, errorBars: bars, horizontalRules: rules, verticalRules: vertical, xFormat: Fmt.tick).html()
+        out += LineChart(id: "chart-capacity-rates", title: "Achieved rates by \(by)", xLabel: xLabel(r), yLabel: "messages/s", xAxis: axis,
                          series: [ChartSeries(name: "intended", color: "#888888", points: ordered.map { ($0.load, $0.intendedRate) }, dashed: true),
                                   ChartSeries(name: "achieved (sent)", color: Palette.p50, points: ordered.map { ($0.load, $0.achievedRate) }, dots: true),
                                   ChartSeries(name: "received", color: Palette.p99, points: ordered.map { ($0.load, $0.receivedRate) }, dots: true)],
@@ -94,12 +119,13 @@ enum CapacityHTML {
             let l = s.latencyMicros[metric]
             return ["\(s.number)", s.stage, Fmt.num(s.load), s.outcome, Fmt.num(s.intendedRate), Fmt.num(s.achievedRate), Fmt.num(s.receivedRate),
                     l.map { Fmt.micros($0.p50) } ?? "–", l.map { Fmt.micros($0.p99) } ?? "–", l.map { Fmt.micros($0.max) } ?? "–",
+                    s.spread.map { "\(Fmt.micros($0.min)) … \(Fmt.micros($0.max))" } ?? "–",
                     Fmt.int(s.errors), Fmt.int(s.lost), "\(Fmt.int(s.open))/\(Fmt.int(s.clients))", s.generator.saturated ? "yes" : "no",
                     s.reasons.joined(separator: "; ")]
         }
         let folders = r.steps.compactMap { s in s.resultsFolder.map { "\(s.number): \($0)" } }
         let note = folders.isEmpty ? "" : "<p class=\"sub\">Each step's own results folder (with its report.html) is in this folder: " + HTML.escape(folders.joined(separator: ", ")) + ".</p>"
-        return note + HTML.table(["#", "stage", "load", "outcome", "intended/s", "sent/s", "received/s", "\(metric) p50", "p99", "max", "errors", "lost", "open", "saturated", "reasons"],
-                          rows, id: "steps-table", numeric: Set([2] + Array(4...12))) { r.steps[$0].outcome }
+        return note + HTML.table(["#", "stage", r.vary == "clients" ? "connections" : "load", "outcome", "intended/s", "sent/s", "received/s", "\(metric) p50", "p99", "max", "SLO figure per second", "errors", "lost", "open", "saturated", "reasons"],
+                          rows, id: "steps-table", numeric: Set([2] + Array(4...13))) { r.steps[$0].outcome }
     }
 }

@@ -10,12 +10,21 @@ struct ChartSeries {
     var dots = false
 }
 
-/// A marker at one data point: pass/fail/invalid capacity steps.
+/// A marker at one data point: pass/fail/borderline/invalid capacity steps.
 struct ChartMarker {
-    enum Shape { case circle, cross, square }
+    enum Shape { case circle, cross, square, diamond }
     var x: Double
     var y: Double
     var shape: Shape
+    var color: String
+    var title: String
+}
+
+/// A vertical bar from `low` to `high` at `x`: how far a step's figure moved between its intervals.
+struct ChartErrorBar {
+    var x: Double
+    var low: Double
+    var high: Double
     var color: String
     var title: String
 }
@@ -32,18 +41,23 @@ struct ChartRule {
 /// scale (x = 1/(1−p) on a log axis, ticks labelled 0 %, 90 %, 99 %, 99.9 % …), as its plotter
 /// draws percentile distributions (https://hdrhistogram.github.io/HdrHistogram/plotFiles.html).
 ///
+/// The y axis is linear from 0, or base-10 logarithmic (for figures spanning decades).
+///
 /// Every text passes through `HTML.escape`; non-finite values are dropped, so no input can make
 /// the SVG malformed.
 struct LineChart {
     enum XAxis { case linear, log10, percentile }
+    enum YAxis { case linear, log10 }
 
     var id: String
     var title: String
     var xLabel: String
     var yLabel: String
     var xAxis = XAxis.linear
+    var yAxis = YAxis.linear
     var series: [ChartSeries] = []
     var markers: [ChartMarker] = []
+    var errorBars: [ChartErrorBar] = []
     var horizontalRules: [ChartRule] = []
     var verticalRules: [ChartRule] = []
     var xFormat: (Double) -> String = Fmt.tick
@@ -61,6 +75,13 @@ struct LineChart {
         }
     }
 
+    func transformY(_ y: Double) -> Double? {
+        switch yAxis {
+        case .linear: return y.isFinite ? y : nil
+        case .log10: return y.isFinite && y > 0 ? Foundation.log10(y) : nil
+        }
+    }
+
     /// The SVG element wrapped in a `<figure>` with the title as caption.
     func html() -> String {
         "<figure class=\"chart\" id=\"\(HTML.escape(id))\"><figcaption>\(HTML.escape(title))</figcaption>\(svg())</figure>"
@@ -69,15 +90,25 @@ struct LineChart {
     func svg() -> String {
         let xs = series.flatMap { $0.points.compactMap { transformX($0.x) } } + markers.compactMap { transformX($0.x) }
             + verticalRules.compactMap { transformX($0.value) }
-        let ys = series.flatMap { $0.points.map(\.y) }.filter(\.isFinite) + markers.map(\.y).filter(\.isFinite)
-            + horizontalRules.map(\.value).filter(\.isFinite)
+        let ys = series.flatMap { $0.points.compactMap { transformY($0.y) } } + markers.compactMap { transformY($0.y) }
+            + horizontalRules.compactMap { transformY($0.value) } + errorBars.flatMap { [transformY($0.low), transformY($0.high)].compactMap { $0 } }
         var out = "<svg class=\"plot\" viewBox=\"0 0 \(n(width)) \(n(height))\" width=\"\(n(width))\" height=\"\(n(height))\" role=\"img\" aria-label=\"\(HTML.escape(title))\">"
         guard let x0 = xs.min(), let x1 = xs.max(), let yMax = ys.max() else {
             out += "<text x=\"\(n(width / 2))\" y=\"\(n(height / 2))\" text-anchor=\"middle\" class=\"empty\">no data</text></svg>"
             return out
         }
-        let yMin = min(0, ys.min() ?? 0)
-        let (yTicks, yLo, yHi) = Self.niceTicks(yMin, yMax == yMin ? yMin + 1 : yMax)
+        let yTicks: [Double], yLo: Double, yHi: Double
+        switch yAxis {
+        case .linear:
+            let yMin = min(0, ys.min() ?? 0)
+            (yTicks, yLo, yHi) = Self.niceTicks(yMin, yMax == yMin ? yMin + 1 : yMax)
+        case .log10:
+            // Whole decades: 0.1, 1, 10, 100 ms …
+            yLo = Foundation.floor(ys.min() ?? 0)
+            yHi = Swift.max(yLo + 1, Foundation.ceil(yMax))
+            yTicks = Array(stride(from: yLo, through: yHi, by: 1))
+        }
+        func yTickText(_ t: Double) -> String { yFormat(yAxis == .log10 ? Foundation.pow(10, t) : t) }
         // One x value only (a single step): centre it in a range ±10 % around it.
         let pad = x1 == x0 ? Swift.max(1, abs(x0) * 0.1) : 0
         var (xLo, xHi) = (x0 - (xAxis == .linear ? pad : 0), x1 + (xAxis == .linear ? pad : (x1 == x0 ? 1 : 0)))
@@ -108,7 +139,7 @@ struct LineChart {
         out += "<line x1=\"\(n(left))\" y1=\"\(n(top + ph))\" x2=\"\(n(left + pw))\" y2=\"\(n(top + ph))\"/>"
         out += "<line x1=\"\(n(left))\" y1=\"\(n(top))\" x2=\"\(n(left))\" y2=\"\(n(top + ph))\"/>"
         for y in yTicks {
-            out += "<text x=\"\(n(left - 6))\" y=\"\(n(py(y) + 4))\" text-anchor=\"end\">\(HTML.escape(yFormat(y)))</text>"
+            out += "<text x=\"\(n(left - 6))\" y=\"\(n(py(y) + 4))\" text-anchor=\"end\">\(HTML.escape(yTickText(y)))</text>"
         }
         for (x, label) in xTicks {
             out += "<text x=\"\(n(px(x)))\" y=\"\(n(top + ph + 16))\" text-anchor=\"middle\">\(HTML.escape(label))</text>"
@@ -118,9 +149,10 @@ struct LineChart {
         out += "</g>"
 
         // Reference lines, then the series, then markers on top.
-        for r in horizontalRules where r.value.isFinite {
-            out += "<line class=\"rule\" x1=\"\(n(left))\" y1=\"\(n(py(r.value)))\" x2=\"\(n(left + pw))\" y2=\"\(n(py(r.value)))\" stroke=\"\(r.color)\"/>"
-            out += "<text class=\"rule-label\" x=\"\(n(left + pw - 4))\" y=\"\(n(py(r.value) - 4))\" text-anchor=\"end\" fill=\"\(r.color)\">\(HTML.escape(r.label))</text>"
+        for r in horizontalRules {
+            guard let ty = transformY(r.value) else { continue }
+            out += "<line class=\"rule\" x1=\"\(n(left))\" y1=\"\(n(py(ty)))\" x2=\"\(n(left + pw))\" y2=\"\(n(py(ty)))\" stroke=\"\(r.color)\"/>"
+            out += "<text class=\"rule-label\" x=\"\(n(left + pw - 4))\" y=\"\(n(py(ty) - 4))\" text-anchor=\"end\" fill=\"\(r.color)\">\(HTML.escape(r.label))</text>"
         }
         for r in verticalRules {
             guard let tx = transformX(r.value) else { continue }
@@ -130,8 +162,8 @@ struct LineChart {
         for s in series {
             var path = "", pen = false
             for p in s.points {
-                guard let tx = transformX(p.x), p.y.isFinite else { pen = false; continue }
-                path += (pen ? " L" : (path.isEmpty ? "M" : " M")) + "\(n(px(tx))) \(n(py(p.y)))"
+                guard let tx = transformX(p.x), let ty = transformY(p.y) else { pen = false; continue }
+                path += (pen ? " L" : (path.isEmpty ? "M" : " M")) + "\(n(px(tx))) \(n(py(ty)))"
                 pen = true
             }
             if !path.isEmpty {
@@ -139,18 +171,27 @@ struct LineChart {
             }
             if s.dots {
                 for p in s.points {
-                    guard let tx = transformX(p.x), p.y.isFinite else { continue }
-                    out += "<circle cx=\"\(n(px(tx)))\" cy=\"\(n(py(p.y)))\" r=\"2.5\" fill=\"\(s.color)\"/>"
+                    guard let tx = transformX(p.x), let ty = transformY(p.y) else { continue }
+                    out += "<circle cx=\"\(n(px(tx)))\" cy=\"\(n(py(ty)))\" r=\"2.5\" fill=\"\(s.color)\"/>"
                 }
             }
         }
+        for b in errorBars {
+            guard let tx = transformX(b.x), let lo = transformY(b.low), let hi = transformY(b.high) else { continue }
+            let cx = px(tx), y0 = py(lo), y1 = py(hi)
+            out += "<g class=\"spread\" stroke=\"\(b.color)\" stroke-width=\"1.5\"><title>\(HTML.escape(b.title))</title>"
+            out += "<line x1=\"\(n(cx))\" y1=\"\(n(y0))\" x2=\"\(n(cx))\" y2=\"\(n(y1))\"/>"
+            out += "<line x1=\"\(n(cx - 4))\" y1=\"\(n(y0))\" x2=\"\(n(cx + 4))\" y2=\"\(n(y0))\"/>"
+            out += "<line x1=\"\(n(cx - 4))\" y1=\"\(n(y1))\" x2=\"\(n(cx + 4))\" y2=\"\(n(y1))\"/></g>"
+        }
         for m in markers {
-            guard let tx = transformX(m.x), m.y.isFinite else { continue }
-            let cx = px(tx), cy = py(m.y)
+            guard let tx = transformX(m.x), let ty = transformY(m.y) else { continue }
+            let cx = px(tx), cy = py(ty)
             out += "<g class=\"marker\" stroke=\"\(m.color)\" fill=\"\(m.color)\"><title>\(HTML.escape(m.title))</title>"
             switch m.shape {
             case .circle: out += "<circle cx=\"\(n(cx))\" cy=\"\(n(cy))\" r=\"5\"/>"
             case .square: out += "<rect x=\"\(n(cx - 5))\" y=\"\(n(cy - 5))\" width=\"10\" height=\"10\" fill=\"none\"/>"
+            case .diamond: out += "<path d=\"M\(n(cx)) \(n(cy - 6)) L\(n(cx + 6)) \(n(cy)) L\(n(cx)) \(n(cy + 6)) L\(n(cx - 6)) \(n(cy))Z\"/>"
             case .cross:
                 out += "<line x1=\"\(n(cx - 5))\" y1=\"\(n(cy - 5))\" x2=\"\(n(cx + 5))\" y2=\"\(n(cy + 5))\" stroke-width=\"2.5\"/>"
                 out += "<line x1=\"\(n(cx - 5))\" y1=\"\(n(cy + 5))\" x2=\"\(n(cx + 5))\" y2=\"\(n(cy - 5))\" stroke-width=\"2.5\"/>"
