@@ -117,6 +117,9 @@ struct Serve: ParsableCommand {
     @Option(help: "Chat: relay at most N client messages per second (a known capacity for `stampede capacity`); the rest queue in order, so latency grows without bound past N (1 to 10000000; default: no limit).")
     var maxRate: Double?
 
+    @Flag(help: "Chat: send each message back to its sender only (an echo server with the chat framing) instead of to every client, so --max-rate can be searched at any client count.")
+    var echo = false
+
     @Option(help: "Port of the fault switch on 127.0.0.1 (0 picks a free one; default: none).")
     var adminPort: Int?
 
@@ -166,6 +169,7 @@ struct Serve: ParsableCommand {
             guard !hub && !socketio else { throw ValidationError("--delay is acted out by the chat and REST servers only, not yet by --hub or --socketio") }
         }
         if [hub, rest, socketio].filter({ $0 }).count > 1 { throw ValidationError("--hub, --socketio and --rest are exclusive") }
+        if echo && (hub || rest || socketio) { throw ValidationError("--echo is the chat server's, not --hub's, --socketio's or --rest's") }
         if !socketio && (pingInterval != nil || pingTimeout != nil || maxPayload != nil) {
             throw ValidationError("--ping-interval, --ping-timeout and --max-payload are Socket.IO flags, they need --socketio")
         }
@@ -230,6 +234,7 @@ struct Serve: ParsableCommand {
             // Before the loop starts, so the first message already waits.
             // --max-rate is the whole server's: each of N processes relays its share.
             if let maxRate { chatServer?.setMaxRate(maxRate / Double(processes)) }
+            chatServer?.echoesToSender = echo
             if let ms = delay.flatMap(TargetFault.delayMilliseconds) {
                 if let chatServer { chatServer.apply(.delay(milliseconds: ms)) } else { restServer?.apply(.delay(milliseconds: ms)) }
             }

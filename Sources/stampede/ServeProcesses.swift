@@ -184,6 +184,7 @@ extension Serve {
         if chunked { a.append("--chunked") }
         if let delay { a += ["--delay", delay] }
         if let maxRate { a += ["--max-rate", "\(maxRate)"] }
+        if echo { a += ["--echo"] }
         if let maxOutputBytes { a += ["--max-output-bytes", String(maxOutputBytes)] }
         if let sendTimeout { a += ["--send-timeout", "\(sendTimeout)"] }
         if let headerTimeout { a += ["--header-timeout", "\(headerTimeout)"] }
