@@ -117,6 +117,10 @@ extension Serve {
                 + (maxConnections != nil ? ", \(n("connectionsRefused")) refused by --max-connections" : "")
                 + (connectionCost != nil ? ", \(n("connectionCostSpunMicroseconds") / 1000) ms spent by --connection-cost" : ""))
         }
+        if (hub || socketio) && maxConnections != nil, let json = totalStatus(group),
+           let total = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] {
+            print("served (\(processes) processes): \((total["connectionsRefused"] as? NSNumber)?.intValue ?? 0) refused by --max-connections")
+        }
         fflush(nil)
     }
 
