@@ -70,6 +70,32 @@ struct ServeConnectionLimitTests {
         }
     }
 
+    @Test func twoMappingsOfTheCountFileShareOneExactCount() throws {
+        let file = temporaryFolder("quota").appendingPathComponent("connections").path
+        let supervisor = try ConnectionQuota(limit: 3, sharedFile: file, create: true)
+        let process = try ConnectionQuota(limit: 3, sharedFile: file, create: false)
+        #expect(throws: LoopError.self, "the supervisor's file is made once") { try ConnectionQuota(limit: 3, sharedFile: file, create: true) }
+        #expect(supervisor.acquire() && process.acquire() && process.acquire())
+        #expect(!supervisor.acquire() && !process.acquire(), "three taken, by whichever mapping")
+        supervisor.release()
+        #expect(process.current == 2 && process.acquire())
+    }
+
+    @Test func aDropGivesEverySlotBack() throws {
+        let chat = try RefChatServer()
+        defer { chat.stop() }
+        let quota = ConnectionQuota(limit: 2)
+        chat.loop.submitAndWait { [server = chat.server] _ in server.connectionQuota = quota }
+        var held = try (0..<2).map { _ in try RefChatServer.connect(chat.port) }
+        #expect(try RefHubSocket.openWebSocket(chat.port, "/chat").response.status == 503)
+        chat.loop.execute { [server = chat.server] _ in server.apply(.drop(reset: true)) }
+        try chat.waitUntilOpen(0)
+        #expect(quota.current == 0)
+        held = try (0..<2).map { _ in try RefChatServer.connect(chat.port) }
+        #expect(quota.current == 2 && chat.server.statisticsSnapshot().connectionsRefused == 1)
+        held.forEach { $0.close() }
+    }
+
     @Test func ourClientCountsAnUpgradePastTheLimitAsRejectedWith503() throws {
         let (serve, port, _) = try Self.serve(["--max-connections", "2"])
         defer { serve.stop() }
