@@ -36,6 +36,10 @@ public final class ChatServer: EventLoopHandler, FaultTarget, SharedBroadcasts, 
         /// `stampede serve --processes`: broadcasts other server processes made and this one
         /// sent to its clients (their frames are counted in `framesBroadcast` too).
         public var remoteBroadcasts = 0
+        /// `--max-connections`: upgrades answered 503 because the limit was reached.
+        public var connectionsRefused = 0
+        /// `--connection-cost`: microseconds the loop spun for its open connections.
+        public var connectionCostSpunMicroseconds = 0
     }
 
     enum State { case upgrading, open, closing }
@@ -66,6 +70,11 @@ public final class ChatServer: EventLoopHandler, FaultTarget, SharedBroadcasts, 
     var closingAfterDrop: [ConnectionID] = []
     /// Broadcasts held back by a `delay` fault.
     var delayLine = DelayLine()
+    /// `--max-connections`: the limit on open connections (shared by a `--processes` group), or nil.
+    /// Set before the loop starts.
+    public var connectionQuota: ConnectionQuota?
+    /// `--connection-cost`: CPU spent per open connection.
+    var connectionCost = ConnectionCost()
     /// `stampede serve --processes`: called with every broadcast frame as it goes out to this
     /// process's clients, for the other processes to send to theirs (see `ServerProcessLink`).
     /// Set before the loop starts; called on the loop thread.
@@ -79,6 +88,8 @@ public final class ChatServer: EventLoopHandler, FaultTarget, SharedBroadcasts, 
     static let dropGraceTimer = TimerToken(kind: 1)
     /// Releases broadcasts held back by a `delay` fault.
     static let delayTimer = TimerToken(kind: 2)
+    /// Ticks of `--connection-cost`.
+    static let connectionCostTimer = TimerToken(kind: 3)
     /// Close code and reason of a clean drop: 1012 "service restart" (registered in the close code registry of RFC 6455 §11.7).
     static let serviceRestartCode: UInt16 = 1012
     static let serviceRestartReason: StaticString = "service restart"
@@ -109,6 +120,7 @@ public final class ChatServer: EventLoopHandler, FaultTarget, SharedBroadcasts, 
     func statisticsNow() -> Statistics {
         var s = statistics
         s.limits.acceptRefusals = loop.acceptRefusals
+        s.connectionCostSpunMicroseconds = connectionCost.spunMicroseconds
         return s
     }
 
@@ -157,6 +169,12 @@ public final class ChatServer: EventLoopHandler, FaultTarget, SharedBroadcasts, 
                 reject(id, status: problem.status, reason: problem.reason)
                 return buffer.count
             case .success(let key):
+                if let connectionQuota, !connectionQuota.acquire() {
+                    statistics.connectionsRefused += 1
+                    peers[i] = nil
+                    ConnectionQuota.refuse(loop, id)
+                    return buffer.count
+                }
                 let keyText = String(decoding: UnsafeRawBufferPointer(rebasing: request[key]), as: UTF8.self)
                 WebSocketHandshake.switchingProtocols(key: keyText).withUnsafeBytes { loop.write(id, $0) }
                 limits.noDeadline(id, loop)
@@ -210,6 +228,10 @@ public final class ChatServer: EventLoopHandler, FaultTarget, SharedBroadcasts, 
 
     public func writable(_ id: ConnectionID, loop: EventLoop) {}
     public func timerFired(_ token: TimerToken, deadline: UInt64, loop: EventLoop) {
+        if token == Self.connectionCostTimer {
+            connectionCost.tick(loop, token: token, open: openPeers.count)
+            return
+        }
         if token == Self.delayTimer {
             for action in delayLine.release(loop, token: Self.delayTimer) { action() }
             return
@@ -257,7 +279,7 @@ public final class ChatServer: EventLoopHandler, FaultTarget, SharedBroadcasts, 
 
     /// The statistics and the fault state as one JSON line. Call on the loop thread.
     public func statusJSON() -> String {
-        "{\"server\":\"chat\",\"delayMs\":\(delayLine.delayNs / 1_000_000),\"maxRateSpacingNs\":\(delayLine.spacingNs),\"path\":\"\(path)\",\"port\":\(port),\"rejectingSeconds\":\(faults.rejectingSecondsLeft() ?? 0),"
+        "{\"server\":\"chat\",\"maxConnections\":\(connectionQuota?.limit ?? 0),\"connectionCostUs\":\(connectionCost.microseconds),\"delayMs\":\(delayLine.delayNs / 1_000_000),\"maxRateSpacingNs\":\(delayLine.spacingNs),\"path\":\"\(path)\",\"port\":\(port),\"rejectingSeconds\":\(faults.rejectingSecondsLeft() ?? 0),"
             + statisticsJSONMembers(statisticsNow()) + "}"
     }
 
@@ -309,6 +331,7 @@ public final class ChatServer: EventLoopHandler, FaultTarget, SharedBroadcasts, 
                 peers[Int(last.index)]?.openIndex = peer.openIndex
             }
             statistics.open -= 1
+            connectionQuota?.release()
         }
         peers[i] = nil
     }
@@ -430,6 +453,13 @@ public final class ChatServer: EventLoopHandler, FaultTarget, SharedBroadcasts, 
     /// rest wait their turn in order, so latency grows without bound past that rate. Call on the loop thread.
     public func setMaxRate(_ perSecond: Double) {
         delayLine.set(maxRate: perSecond)
+    }
+
+    /// `--connection-cost`: spends `microseconds` of CPU per open connection per second on the
+    /// loop thread (see `ConnectionCost`). Call once, on the loop thread or before it starts.
+    public func setConnectionCost(microseconds: Double) {
+        connectionCost.microseconds = microseconds.isFinite ? min(max(0, microseconds), ConnectionCost.maxMicroseconds) : 0
+        connectionCost.start(loop, token: Self.connectionCostTimer)
     }
 }
 

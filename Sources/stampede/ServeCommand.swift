@@ -61,6 +61,7 @@ struct Serve: ParsableCommand {
               stampede serve --port 8765 --admin-port 9100 &
               curl -X POST 'http://127.0.0.1:9100/fault/drop?mode=reset'
               stampede serve --port 8765 --processes 4   # up to 4 x 18,000 chat connections
+              stampede serve --port 8765 --processes 6 --max-connections 60000   # 503 to the 60,001st (a known capacity)
             """)
 
     @Option(help: "Local IPv4 or IPv6 address to listen on (127.0.0.1, ::1, or an address of this machine).")
@@ -120,6 +121,12 @@ struct Serve: ParsableCommand {
     @Flag(help: "Chat: send each message back to its sender only (an echo server with the chat framing) instead of to every client, so --max-rate can be searched at any client count.")
     var echo = false
 
+    @Option(help: "Chat, hub: at most N WebSocket connections (Socket.IO: sessions) open at once, counted across all --processes; past N an upgrade gets HTTP 503 (a known capacity for `stampede capacity --vary clients`; 1 to 10000000; default: no limit).")
+    var maxConnections: Int?
+
+    @Option(help: "Chat: CPU microseconds spent per open connection per second (0 to 10000), so latency grows gradually with connections; each process spins for its own.")
+    var connectionCost: Double?
+
     @Option(help: "Port of the fault switch on 127.0.0.1 (0 picks a free one; default: none).")
     var adminPort: Int?
 
@@ -152,6 +159,10 @@ struct Serve: ParsableCommand {
     @Option(help: .hidden)
     var restEpoch: Double?
 
+    /// Internal: the file holding the open connection count every server process shares (`ConnectionQuota`).
+    @Option(help: .hidden)
+    var connectionCountFile: String?
+
     func validate() throws {
         guard (1...64).contains(processes) else { throw ValidationError("--processes must be from 1 to 64, got \(processes)") }
         if (processIndex == nil) != (processLink == nil) { throw ValidationError("--process-index and --process-link are internal and come together") }
@@ -163,6 +174,19 @@ struct Serve: ParsableCommand {
         if let maxRate {
             guard maxRate.isFinite, (1...10_000_000).contains(maxRate) else { throw ValidationError("--max-rate must be from 1 to 10000000 messages per second, got \(maxRate)") }
             guard !hub && !rest && !socketio else { throw ValidationError("--max-rate is acted out by the chat server only, not by --hub, --socketio or --rest") }
+        }
+        if let maxConnections {
+            guard (1...ConnectionQuota.maxLimit).contains(maxConnections) else { throw ValidationError("--max-connections must be from 1 to 10000000, got \(maxConnections)") }
+            guard !rest else { throw ValidationError("--max-connections is acted out by the chat, hub and Socket.IO servers (their WebSockets), not by --rest") }
+        }
+        if connectionCountFile != nil && (processLink == nil || maxConnections == nil) {
+            throw ValidationError("--connection-count-file is internal and comes with --process-link and --max-connections")
+        }
+        if let connectionCost {
+            guard connectionCost.isFinite, (0...ConnectionCost.maxMicroseconds).contains(connectionCost) else {
+                throw ValidationError("--connection-cost must be from 0 to 10000 microseconds per connection per second, got \(connectionCost)")
+            }
+            guard !hub && !rest && !socketio else { throw ValidationError("--connection-cost is acted out by the chat server only, not by --hub, --socketio or --rest") }
         }
         if let delay {
             guard TargetFault.delayMilliseconds(delay) != nil else { throw ValidationError("--delay must be whole milliseconds from 0 to 10000, like 2ms or 0.5s, got '\(delay)'") }
@@ -200,6 +224,7 @@ struct Serve: ParsableCommand {
         if processes > 1 && processLink == nil {
             return try runSupervisor(at: at, shownHost: shownHost, path: path)
         }
+        let quota = try connectionQuota()
         let isProcess = processLink != nil
         if isProcess {
             // A server process ends with its supervisor, however that ends (see ServeProcesses.swift).
@@ -223,13 +248,17 @@ struct Serve: ParsableCommand {
                 restServer = try RestServer(loop: loop, address: at, configuration: configuration, tls: tlsMade.context)
             } else if let socketIOSettings {
                 socketIOServer = try SocketIOServer(loop: loop, address: at, path: path, configuration: socketIOSettings, tls: tlsMade.context)
+                socketIOServer?.connectionQuota = quota
             } else if hub {
                 var configuration = HubServer.Configuration()
                 configuration.limits = limits
                 configuration.token = try requiredToken()
                 hubServer = try HubServer(loop: loop, address: at, path: path, configuration: configuration, tls: tlsMade.context)
+                hubServer?.connectionQuota = quota
             } else {
                 chatServer = try ChatServer(loop: loop, address: at, path: path, limits: limits, tls: tlsMade.context)
+                chatServer?.connectionQuota = quota
+                if let connectionCost { chatServer?.setConnectionCost(microseconds: connectionCost) }
             }
             // Before the loop starts, so the first message already waits.
             // --max-rate is the whole server's: each of N processes relays its share.
@@ -288,6 +317,8 @@ struct Serve: ParsableCommand {
         if let stats = chatServer?.statisticsSnapshot() {
             print("\(served) \(stats.upgraded) connections, \(stats.messagesReceived) messages received, \(stats.framesBroadcast) frames broadcast, \(stats.invalidMessages) invalid, "
                 + (maxRate != nil ? "\(stats.relaysQueued) still queued by --max-rate, \(stats.relaysRefused) refused (queue full), " : "")
+                + (maxConnections != nil ? "\(stats.connectionsRefused) refused by --max-connections, " : "")
+                + (connectionCost != nil ? "\(stats.connectionCostSpunMicroseconds / 1000) ms spent by --connection-cost, " : "")
                 + "\(stats.limits.slowConsumersDropped) slow consumers dropped")
         }
         if let hubServer {
@@ -296,7 +327,8 @@ struct Serve: ParsableCommand {
             Thread.sleep(forTimeInterval: 0.2)
         }
         if let stats = hubServer?.statisticsSnapshot() {
-            print("\(served) \(stats.handshakes) hub connections, \(stats.invocations.total) invocations, \(stats.protocolErrors) protocol errors")
+            print("\(served) \(stats.handshakes) hub connections, \(stats.invocations.total) invocations, \(stats.protocolErrors) protocol errors"
+                + (maxConnections != nil ? ", \(stats.connectionsRefused) refused by --max-connections" : ""))
         }
         if let socketIOServer {
             // Every session gets the close packet, as a Socket.IO server does on shutdown.
@@ -305,7 +337,8 @@ struct Serve: ParsableCommand {
         }
         if let stats = socketIOServer?.statisticsSnapshot() {
             print("\(served) \(stats.handshakesPolling + stats.handshakesWebSocket) Socket.IO sessions (\(stats.upgrades) upgraded), \(stats.namespaceConnects) namespace connects, "
-                + "\(stats.eventsReceived) events, \(stats.packetsBroadcast) packets broadcast, \(stats.protocolErrors) protocol errors")
+                + "\(stats.eventsReceived) events, \(stats.packetsBroadcast) packets broadcast, \(stats.protocolErrors) protocol errors"
+                + (maxConnections != nil ? ", \(stats.connectionsRefused) refused by --max-connections" : ""))
         }
         if let stats = restServer?.statisticsSnapshot() {
             print("\(served) \(stats.requests) requests: \(stats.ok) ok, \(stats.notModified) not modified, \(stats.unauthorized) unauthorized, "
@@ -319,6 +352,17 @@ struct Serve: ParsableCommand {
         }
         loop.stop()
         loop.join()
+    }
+
+    /// `--max-connections`: the quota a server process maps from its supervisor's file, or one
+    /// of its own for a lone server; nil without the flag.
+    func connectionQuota() throws -> ConnectionQuota? {
+        guard let maxConnections else { return nil }
+        guard let connectionCountFile else { return ConnectionQuota(limit: maxConnections) }
+        do { return try ConnectionQuota(limit: maxConnections, sharedFile: connectionCountFile, create: false) } catch {
+            FileHandle.standardError.write(Data("error: server process \(processIndex ?? 0): \(error)\n".utf8))
+            throw ExitCode(ExitStatus.runFailed)
+        }
     }
 
     /// Prints `message` as an error and returns exit code 2 (bad input) to throw.

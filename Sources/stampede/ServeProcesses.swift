@@ -37,6 +37,14 @@ extension Serve {
         defer { Glibc.close(reservation.fd) }
         let port = reservation.port
         let (tlsArguments, trustLine) = try processTLS(folder: folder)
+        // --max-connections: one count for all processes, in a file each of them maps.
+        let countFile = folder + "/connections"
+        var quota: ConnectionQuota?
+        if let maxConnections {
+            do { quota = try ConnectionQuota(limit: maxConnections, sharedFile: countFile, create: true) } catch {
+                throw failure("cannot make the shared connection count: \(error)")
+            }
+        }
 
         let group: ServerGroup
         do { group = try ServerGroup(socketPath: folder + "/link.sock", count: processes, supportsDelay: !hub && !socketio) } catch {
@@ -50,6 +58,7 @@ extension Serve {
             let p = Process()
             p.executableURL = URL(fileURLWithPath: executable)
             p.arguments = processArguments(index: i, port: port, path: path, link: folder + "/link.sock") + tlsArguments
+                + (quota != nil ? ["--connection-count-file", countFile] : [])
             if let token {
                 // Not on the children's command lines (ps shows those to every user).
                 p.environment = ProcessInfo.processInfo.environment.merging([Self.tokenVariable: token]) { $1 }
@@ -104,7 +113,13 @@ extension Serve {
         }
         if !rest && !hub && !socketio, let json = totalStatus(group), let total = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] {
             func n(_ key: String) -> Int { (total[key] as? NSNumber)?.intValue ?? 0 }
-            print("served (\(processes) processes): \(n("upgraded")) connections, \(n("messagesReceived")) messages received, \(n("framesBroadcast")) frames broadcast, \(n("invalidMessages")) invalid")
+            print("served (\(processes) processes): \(n("upgraded")) connections, \(n("messagesReceived")) messages received, \(n("framesBroadcast")) frames broadcast, \(n("invalidMessages")) invalid"
+                + (maxConnections != nil ? ", \(n("connectionsRefused")) refused by --max-connections" : "")
+                + (connectionCost != nil ? ", \(n("connectionCostSpunMicroseconds") / 1000) ms spent by --connection-cost" : ""))
+        }
+        if (hub || socketio) && maxConnections != nil, let json = totalStatus(group),
+           let total = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] {
+            print("served (\(processes) processes): \((total["connectionsRefused"] as? NSNumber)?.intValue ?? 0) refused by --max-connections")
         }
         fflush(nil)
     }
@@ -185,6 +200,8 @@ extension Serve {
         if let delay { a += ["--delay", delay] }
         if let maxRate { a += ["--max-rate", "\(maxRate)"] }
         if echo { a += ["--echo"] }
+        if let maxConnections { a += ["--max-connections", String(maxConnections)] }
+        if let connectionCost { a += ["--connection-cost", "\(connectionCost)"] }
         if let maxOutputBytes { a += ["--max-output-bytes", String(maxOutputBytes)] }
         if let sendTimeout { a += ["--send-timeout", "\(sendTimeout)"] }
         if let headerTimeout { a += ["--header-timeout", "\(headerTimeout)"] }

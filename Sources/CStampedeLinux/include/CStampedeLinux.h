@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
@@ -242,5 +243,36 @@ int cs_die_with_parent(int sig);
 /// `backlog`) when `backlog` > 0, else connected to it. -1 with errno set on failure
 /// (ENAMETOOLONG for a path longer than sun_path). Defined in shim.c.
 int cs_unix_stream(const char *path, int backlog);
+
+/// `stampede serve --max-connections`: a counter of open connections that every server process
+/// of a `--processes` group shares, in one page of the file at `path` mapped MAP_SHARED (the
+/// supervisor creates the file, `create` 1; its processes map the same one, `create` 0). NULL
+/// with errno set when the file cannot be opened or mapped.
+static inline int64_t *cs_shared_counter(const char *path, int create) {
+    int fd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0), 0600);
+    if (fd < 0) return NULL;
+    if (create && ftruncate(fd, 4096) != 0) { int e = errno; close(fd); errno = e; return NULL; }
+    void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int e = errno;
+    close(fd);
+    if (p == MAP_FAILED) { errno = e; return NULL; }
+    return (int64_t *)p;
+}
+
+/// Takes one of `limit` slots counted at `*count` (atomically, whichever process shares it):
+/// 1, or 0 when all are taken. A compare-and-swap loop, so the count never passes `limit`.
+static inline int cs_slot_acquire(int64_t *count, int64_t limit) {
+    int64_t n = __atomic_load_n(count, __ATOMIC_RELAXED);
+    while (n < limit) {
+        if (__atomic_compare_exchange_n(count, &n, n + 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) return 1;
+    }
+    return 0;
+}
+
+/// Gives back a slot `cs_slot_acquire` took.
+static inline void cs_slot_release(int64_t *count) { __atomic_fetch_sub(count, 1, __ATOMIC_ACQ_REL); }
+
+/// Slots taken now.
+static inline int64_t cs_slot_count(const int64_t *count) { return __atomic_load_n(count, __ATOMIC_RELAXED); }
 
 #endif

@@ -25,6 +25,8 @@ final class HubConnection {
     var proto: Proto = .json
     /// Counted in `statistics.open`.
     var counted = false
+    /// Holds a `--max-connections` slot (a WebSocket transport), given back with `counted`.
+    var holdsSlot = false
     /// The WebSocket or SSE socket.
     var socket: ConnectionID? = nil
     var sseChunked = true

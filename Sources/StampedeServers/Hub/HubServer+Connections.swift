@@ -51,6 +51,28 @@ extension HubServer {
         if !c.disposed { scheduleNext(c) }
     }
 
+    /// Gives back `c`'s `--max-connections` slot, if it holds one (its WebSocket ended).
+    func releaseSlot(_ c: HubConnection) {
+        guard c.holdsSlot else { return }
+        c.holdsSlot = false
+        connectionQuota?.release()
+    }
+
+    /// `--max-connections`: answers `s` 503 when the limit is reached (and disposes `c`, the
+    /// connection it would have carried, if it is not claimed yet). Returns whether it did.
+    func refusedForQuota(_ s: HubSocket, _ c: HubConnection?, take: Bool) -> Bool {
+        guard let q = connectionQuota else { return false }
+        if take ? q.acquire() : q.current < q.limit {
+            if take, let c { c.holdsSlot = true }
+            return false
+        }
+        statistics.connectionsRefused += 1
+        ConnectionQuota.refuse(loop, s.id)
+        forget(s)
+        if let c, c.phase == .negotiated { dispose(c) }
+        return true
+    }
+
     /// Forgets the connection entirely (its id answers 404 from now on).
     func dispose(_ c: HubConnection) {
         guard !c.disposed else { return }
@@ -61,6 +83,7 @@ extension HubServer {
             statistics.open -= 1
             statistics.closes += 1
         }
+        releaseSlot(c)
         if let p = c.pollSocket { completePoll(c, p, status: 204) }
         if let id = c.socket, let s = socket(id) {
             loop.closeAfterFlush(id)
@@ -109,6 +132,7 @@ extension HubServer {
             statistics.open -= 1
             statistics.closes += 1
         }
+        releaseSlot(c)
         c.phase = .ended
         c.handshakeDeadline = .max
         switch c.transport {

@@ -267,6 +267,8 @@ extension HubServer {
     // MARK: Negotiate
 
     func negotiate(_ s: HubSocket) {
+        // Past --max-connections a negotiate is refused too: its WebSocket would be.
+        if refusedForQuota(s, nil, take: false) { return }
         let version = s.negotiateVersion
         let stateful = s.wantsStatefulReconnect && configuration.allowStatefulReconnect
         let c = newConnection(negotiateVersion: version, statefulReconnect: stateful)

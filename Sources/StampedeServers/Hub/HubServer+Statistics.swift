@@ -85,5 +85,8 @@ extension HubServer {
         public var faultsApplied = 0
         public var connectionsDropped = 0
         public var requestsRejected = 0
+        /// `--max-connections`: WebSocket upgrades (and negotiates) answered 503 because the
+        /// limit was reached.
+        public var connectionsRefused = 0
     }
 }

@@ -27,6 +27,7 @@ extension HubServer {
             c.socket = nil
             resuming = true
         }
+        if !resuming && refusedForQuota(s, c, take: true) { return }
         WebSocketHandshake.switchingProtocols(key: s.webSocketKey).withUnsafeBytes { loop.write(s.id, $0) }
         s.mode = .webSocket
         limits.noDeadline(s.id, loop)

@@ -114,6 +114,9 @@ public final class HubServer: EventLoopHandler, FaultTarget, @unchecked Sendable
     /// record for the other server processes (HubServer+Backplane.swift). Set before the loop
     /// starts; called on the loop thread.
     public var remoteBroadcast: ((UnsafeRawBufferPointer) -> Void)?
+    /// `--max-connections`: the limit on open WebSocket connections (shared by a `--processes`
+    /// group), or nil. Set before the loop starts.
+    public var connectionQuota: ConnectionQuota?
     var isShutDown = false
     var faults = FaultState()
 

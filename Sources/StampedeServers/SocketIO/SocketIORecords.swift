@@ -54,6 +54,8 @@ final class SocketIOClient {
     /// The timer deadline last armed (timers cannot be cancelled; a newer deadline arms another).
     var armed: UInt64 = .max
     var ended = false
+    /// Holds a `--max-connections` slot, given back when the session is disposed.
+    var holdsSlot = false
 
     init(slot: Int, generation: UInt32, session: SocketIOServerSession) {
         self.slot = slot

@@ -125,12 +125,12 @@ extension SocketIOServer {
         case .shuttingDown:
             respond(s, status: 503, reason: "Service Unavailable", body: Array("The server is shutting down.".utf8))
         case .handshakePolling:
-            let c = newClient(.polling)
+            guard let c = newClientWithinQuota(s, .polling) else { return }
             statistics.handshakesPolling += 1
             c.session.openPacket().withUnsafeBytes { respond(s, status: 200, reason: "OK", contentType: Self.textType, body: $0) }
             schedule(c)
         case .handshakeWebSocket:
-            let c = newClient(.webSocket)
+            guard let c = newClientWithinQuota(s, .webSocket) else { return }
             statistics.handshakesWebSocket += 1
             startWebSocket(s, c)
             c.session.openPacket().withUnsafeBytes { writeFrame(s.id, .text, $0) }
@@ -148,6 +148,21 @@ extension SocketIOServer {
         case .post(let c):
             post(s, c)
         }
+    }
+
+    /// A new session holding a `--max-connections` slot, or nil when the limit is reached (then
+    /// `s` is answered 503 and closed).
+    func newClientWithinQuota(_ s: SocketIOSocket, _ transport: SocketIOServerSession.Transport) -> SocketIOClient? {
+        guard let q = connectionQuota else { return newClient(transport) }
+        guard q.acquire() else {
+            statistics.connectionsRefused += 1
+            ConnectionQuota.refuse(loop, s.id)
+            forget(s)
+            return nil
+        }
+        let c = newClient(transport)
+        c.holdsSlot = true
+        return c
     }
 
     func startWebSocket(_ s: SocketIOSocket, _ c: SocketIOClient) {

@@ -144,6 +144,10 @@ extension SocketIOServer {
         }
         statistics.open -= 1
         statistics.closes += 1
+        if c.holdsSlot {
+            c.holdsSlot = false
+            connectionQuota?.release()
+        }
     }
 
     // MARK: WebSocket frames

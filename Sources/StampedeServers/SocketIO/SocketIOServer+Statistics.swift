@@ -58,5 +58,7 @@ extension SocketIOServer {
         public var faultsApplied = 0
         public var connectionsDropped = 0
         public var requestsRejected = 0
+        /// `--max-connections`: handshakes answered 503 because the limit was reached.
+        public var connectionsRefused = 0
     }
 }

@@ -55,6 +55,9 @@ public final class SocketIOServer: EventLoopHandler, FaultTarget, @unchecked Sen
     /// `stampede serve --processes`: called with every broadcast as a record for the other server
     /// processes (SocketIOServer+Backplane.swift). Set before the loop starts; called on the loop thread.
     public var remoteBroadcast: ((UnsafeRawBufferPointer) -> Void)?
+    /// `--max-connections`: the limit on open Engine.IO sessions (shared by a `--processes`
+    /// group), or nil. Set before the loop starts.
+    public var connectionQuota: ConnectionQuota?
 
     let pathBytes: [UInt8]
     let tokenBytes: [UInt8]?
