@@ -76,6 +76,49 @@ struct CapacityRunTests {
         #expect(r.stderr.contains("metrics: http://127.0.0.1:"), "one live endpoint for the whole search")
     }
 
+    @Test func aSearchOverClientsKeepsThemConnectedOverWorkersAndFindsTheServersConnectionLimit() throws {
+        // Two server processes share one limit of 40 connections; two worker processes hold the
+        // clients. Idle clients ping twice a second: the SLO is the ping's round trip.
+        let (serve, port) = try startServe(["--processes", "2", "--max-connections", "40"], maxSeconds: 300)
+        defer { serve.stop() }
+        let folder = temporaryFolder("capacity-clients")
+        let file = folder.appendingPathComponent("connections.yaml")
+        try """
+            name: capacity-clients
+            target: ws://127.0.0.1:\(port)/chat
+            workload: chat
+            clients: 10
+            connect_rate: 200
+            duration: 5s
+            message:
+              rate: 0
+            heartbeat: {ping_interval: 500ms}
+            drain: 1s
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let r = try runProcess(stampedeBinary.path, ["capacity", file.path, "--vary", "clients", "--slo", "ping_round_trip p(99) < 500ms",
+                                                     "--from", "10", "--to", "80", "--step-duration", "2s", "--warmup", "1s", "--cooldown", "10s",
+                                                     "--processes", "2", "--results", folder.path], timeout: 240)
+        let line = try #require(r.stdout.split(separator: "\n").last { $0.hasPrefix("results: ") }, "\(r.stdout)\n\(r.stderr)")
+        let capacityFolder = URL(fileURLWithPath: String(line.dropFirst("results: ".count)), relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+        let result = try CapacityResult.read(Data(contentsOf: capacityFolder.appendingPathComponent("capacity.json")))
+        if result.verdict == "generator_limited" {
+            #expect(r.status == 98, "\(r.stdout)\n\(r.stderr)")
+            print("capacity search over clients generator-limited on this busy machine: \(result.conclusion)")
+            return
+        }
+        #expect(r.status == 0, "\(r.stdout)\n\(r.stderr)")
+        #expect(result.verdict == "found" && result.maxSustainable == 40, "\(result.conclusion)\n\(r.stderr)")
+        // Above the limit a step fails on the clients the server refused, and says why.
+        let over = try #require(result.steps.first { $0.outcome == "fail" })
+        #expect(over.reasons.contains { $0.contains("clients connected") }, "\(over.reasons)")
+        // One run held every step: the clients connected once and never reconnected.
+        #expect(result.steps.allSatisfy { $0.resultsFolder == "run" })
+        #expect(r.stderr.contains(" 0 reconnected,"), "\(r.stderr)")
+        #expect(r.stderr.contains("on workers, connections kept between steps"), "\(r.stderr)")
+        let summary = try String(contentsOf: capacityFolder.appendingPathComponent("run/summary.json"), encoding: .utf8)
+        #expect(summary.contains("\"workers\""), "the clients ran in worker processes")
+    }
+
     @Test func badCapacityFlagsExitTwoNamingTheFlag() throws {
         let (_, file) = try scenarioFile(port: 9)
         let base = ["capacity", file.path]
