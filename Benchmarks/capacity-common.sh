@@ -27,11 +27,13 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 clients = d["vary"].endswith("clients")
 for s in d["steps"]:
-    rt = s["latency_us"].get("round_trip", {})
+    rt = s["latency_us"].get("round_trip") or s["latency_us"].get("ping_round_trip", {})
+    name = "ping" if "round_trip" not in s["latency_us"] and rt else "rt"
+
     load = f'{s["load"]:>9,.0f} clients' if clients else f'{s["load"]:>9,.0f}/s'
     sent = f'open {s["open"]:>6,} of {s["clients"]:>6,}' if clients else f'sent {s["achieved_rate"]:>9,.0f}/s'
     print(f'  step {s["number"]:2} {s["stage"]:11} {load}  {s["outcome"]:7}  {sent}  '
-          f'p50 {rt.get("p50", 0)/1000:8.2f} ms  p99 {rt.get("p99", 0)/1000:9.2f} ms  lag {s["generator"]["max_timer_lag_us"]/1000:5.1f} ms'
+          f'{name} p50 {rt.get("p50", 0)/1000:8.2f} ms  p99 {rt.get("p99", 0)/1000:9.2f} ms  lag {s["generator"]["max_timer_lag_us"]/1000:5.1f} ms'
           + (f'  cool-down {s["cooldown_seconds"]:.1f} s' if s["cooldown_seconds"] else ''))
     if s["outcome"] != "pass":
         print(f'          reasons: {"; ".join(s["reasons"])}')

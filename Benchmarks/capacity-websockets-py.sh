@@ -46,23 +46,28 @@ for i in $(seq "$SEARCHES"); do
   FOLDER=$(sed -n 's/^results: //p' "$OUT/py.out")
   [ -n "$FOLDER" ] || { echo "capacity wrote no results (exit $CODE): $(tail -5 "$OUT/py.err")" >&2; exit 1; }
   capacity_steps "$FOLDER/capacity.json"
-  # A search that confirmed nothing still bounds the answer: its highest pass below the lowest failure.
-  A=$(json_field "$FOLDER/capacity.json" "d['max_sustainable'] or d['held_at_least'] or 0")
-  echo "  search $i: exit $CODE, verdict $(json_field "$FOLDER/capacity.json" "d['verdict']"), answer $A/s, $(json_field "$FOLDER/capacity.json" "len(d['steps'])") steps, $TOOK s"
+  # Only a confirmed answer (found) or the top of the range (above_range) is an answer to compare.
+  A=$(json_field "$FOLDER/capacity.json" "d['max_sustainable'] if d['max_sustainable'] is not None else 'none'")
+  echo "  search $i: exit $CODE, verdict $(json_field "$FOLDER/capacity.json" "d['verdict']"), answer $A, held at least $(json_field "$FOLDER/capacity.json" "d['held_at_least']"), $(json_field "$FOLDER/capacity.json" "len(d['steps'])") steps, $TOOK s"
   ANSWERS+=("$A")
 done
 
 echo "== the $SEARCHES answers"
 MEDIAN=$(python3 - "${ANSWERS[@]}" << 'PY'
 import statistics, sys
-a = [float(x) for x in sys.argv[1:]]
+a = [float(x) for x in sys.argv[1:] if x != "none"]
+missing = len(sys.argv) - 1 - len(a)
+note = f" ({missing} search(es) gave no answer, left out)" if missing else ""
+if not a:
+    print(f"  no search gave an answer{note}", file=sys.stderr); print(0); sys.exit()
 m = statistics.median(a)
-spread = max(a) / min(a) - 1 if min(a) > 0 else float("inf")
-print(f'  answers {", ".join(f"{x:,.0f}" for x in a)} messages/s; median {m:,.0f}; spread (max/min - 1) {spread*100:.1f} % '
+spread = max(a) / min(a) - 1
+print(f'  answers {", ".join(f"{x:,.0f}" for x in a)} messages/s{note}; median {m:,.0f}; spread (max/min - 1) {spread*100:.1f} % '
       + ("(within 10 %)" if spread <= 0.10 else "(NOT within 10 %)"), file=sys.stderr)
 print(round(m))
 PY
 )
+[ "$MEDIAN" -gt 0 ] || exit 1
 
 echo "== manual sweep around the median $MEDIAN/s: stampede run, $WARMUP + $STEP each, $REPEATS time(s) each, a fresh server;"
 echo "   judged as capacity judges a step: round_trip $CONDITION over the window after the warm-up"
