@@ -17,6 +17,9 @@ struct StepWindow: Sendable {
     var loops = 0
     var open = 0
     var clients = 0
+    /// Errors by class (`ErrorClass` raw values) of every interval up to the window's end, the
+    /// connect phase included: where a refused connection is counted.
+    var errorsUpToEnd: [UInt64] = []
 
     init(warmupSeconds: Double, endSeconds: Double) {
         self.warmupSeconds = warmupSeconds
@@ -24,6 +27,9 @@ struct StepWindow: Sendable {
     }
 
     mutating func add(_ r: IntervalReport) {
+        if r.messagePhaseSeconds.map({ $0.upperBound <= endSeconds + 0.001 }) ?? true {
+            errorsUpToEnd = errorsUpToEnd.isEmpty ? r.interval.errors : zip(errorsUpToEnd, r.interval.errors).map { $0 &+ $1 }
+        }
         // An interval ending just past the phase's end (the engine ticks every 100 ms) saw part of
         // the drain: left out, as is one starting before the warm-up was over.
         guard r.phase == "messages", let m = r.messagePhaseSeconds, m.lowerBound >= warmupSeconds - 0.001,
@@ -46,6 +52,14 @@ struct StepJudge {
     var limits: CapacityResult.Limits
     /// Client loops busier than this share of their cores mean the generator is the limit.
     static let saturatedLoopCPUShare = GeneratorDelay.busyLoopCPUShare
+
+    /// " (errors: 320 connection_reset, 12 upgrade_rejected)": the step's commonest error classes
+    /// (at most three), which say how the missing clients were refused; "" when there were none.
+    static func commonestErrors(_ errors: [UInt64]) -> String {
+        let top = errors.indices.filter { errors[$0] > 0 }.sorted { errors[$0] != errors[$1] ? errors[$0] > errors[$1] : $0 < $1 }.prefix(3)
+        let named = top.compactMap { i in ErrorClass(rawValue: i).map { "\(errors[i]) \($0.key)" } }
+        return named.isEmpty ? "" : " (errors: \(named.joined(separator: ", ")))"
+    }
 
     /// The step's figures and verdict. `intendedRate` is messages per second across all clients.
     func judge(_ w: StepWindow, number: Int, stage: CapacitySearch.Stage, load: Double, intendedRate: Double,
@@ -71,7 +85,7 @@ struct StepJudge {
         if w.intervals == 0 {
             failed.append("no whole interval after the warm-up (the step ended early)")
         }
-        if w.open < w.clients { failed.append("\(w.open) of \(w.clients) clients connected") }
+        if w.open < w.clients { failed.append("\(w.open) of \(w.clients) clients connected" + Self.commonestErrors(w.errorsUpToEnd)) }
         for r in sloResults where !r.passed {
             failed.append("\(r.metric) \(r.condition): measured \(r.observedText)")
         }
