@@ -132,6 +132,6 @@ PY
 echo "== nginx error.log"
 LOG=$N/error.log
 echo "  \"worker_connections are not enough\": $(grep -c 'worker_connections are not enough' "$LOG" || true) lines"
-grep 'worker_connections are not enough' "$LOG" | sed -E 's/^[0-9\/: ]+//' | sed -E 's/, client: .*//' | sort | uniq -c | sort -rn | head -5 | sed 's/^/   /' || true
+grep 'worker_connections are not enough' "$LOG" | sed -E 's/^[0-9\/: ]+//; s/[0-9]+#[0-9]+: (\*[0-9]+ )?//; s/, client: .*//' | sort | uniq -c | sort -rn | head -5 | sed 's/^/   /' || true
 echo "  other lines: $(grep -vc 'worker_connections are not enough' "$LOG" || true)"
-grep -v 'worker_connections are not enough' "$LOG" | sed -E 's/^[0-9\/: ]+//' | sed -E 's/, client: .*//' | sort | uniq -c | sort -rn | head -5 | sed 's/^/   /' || true
+grep -v 'worker_connections are not enough' "$LOG" | sed -E 's/^[0-9\/: ]+//; s/[0-9]+#[0-9]+: (\*[0-9]+ )?//; s/, client: .*//' | sort | uniq -c | sort -rn | head -5 | sed 's/^/   /' || true
