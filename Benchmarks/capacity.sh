@@ -22,31 +22,14 @@ SLO="round_trip p(99) < 50ms"
 PARTS=${PARTS:-1 2 3}
 CONFIRMATIONS=${CONFIRMATIONS:-1}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
+source Benchmarks/capacity-common.sh
 swift build -c release --product stampede > /dev/null
 B=$PWD/.build/release/stampede
-PY=$(bash Tests/peers/ensure-venv.sh websockets | tail -1)
 OUT=$(mktemp -d)
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2> /dev/null || true; done; rm -rf "$OUT"; }
 trap cleanup EXIT
-
-scenario() {  # $1: port, $2: file
-  sed "s|target: .*|target: ws://127.0.0.1:$1/chat|" scenarios/capacity-chat.yaml > "$2"
-}
-field() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, {'d': d}))" "$1" "$2"; }
-steps() {
-  python3 - "$1" << 'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-for s in d["steps"]:
-    rt = s["latency_us"].get("round_trip", {})
-    print(f'  step {s["number"]:2} {s["stage"]:11} {s["load"]:>9,.0f}/s  {s["outcome"]:7}  sent {s["achieved_rate"]:>9,.0f}/s  '
-          f'p50 {rt.get("p50", 0)/1000:8.2f} ms  p99 {rt.get("p99", 0)/1000:9.2f} ms  lag {s["generator"]["max_timer_lag_us"]/1000:5.1f} ms'
-          + (f'  cool-down {s["cooldown_seconds"]:.1f} s' if s["cooldown_seconds"] else ''))
-print(f'  verdict {d["verdict"]}: {d["conclusion"]}')
-print(f'  knee {d["knee"]}  wall {d["wall_seconds"]:.0f} s')
-PY
-}
+scenario() { chat_scenario scenarios/capacity-chat.yaml "$1" "$2"; }
 
 if part 1; then
 echo "== 1. reference server, serve --max-rate $RATE (steps of $WARMUP warm-up + $STEP)"
@@ -59,8 +42,8 @@ START=$(date +%s)
 "$B" capacity "$OUT/ref.yaml" --vary message.rate --slo "$SLO" --from 2000 --to 64000 --step-duration "$STEP" --warmup "$WARMUP" \
   --results "$OUT/results" > "$OUT/ref.out" 2> "$OUT/ref.err" || true
 FOLDER=$(sed -n 's/^results: //p' "$OUT/ref.out")
-steps "$FOLDER/capacity.json"
-ANSWER=$(field "$FOLDER/capacity.json" "d['max_sustainable']")
+capacity_steps "$FOLDER/capacity.json"
+ANSWER=$(json_field "$FOLDER/capacity.json" "d['max_sustainable']")
 python3 -c "a=$ANSWER if '$ANSWER' != 'None' else 0; print(f'  answer {a:,.0f} vs --max-rate {$RATE:,}: {100*(a-$RATE)/$RATE:+.1f} % ' + ('(within 5 %)' if abs(a-$RATE) <= 0.05*$RATE else '(OUTSIDE 5 %)'))"
 echo "  capacity run took $(( $(date +%s) - START )) s"
 
@@ -68,45 +51,21 @@ fi
 
 if part 2; then
 echo "== 2. Python websockets broadcast server (Tests/peers/chat_server.py --fanout broadcast)"
-"$PY" Tests/peers/chat_server.py --port 0 --fanout broadcast --max-seconds 3000 > "$OUT/py.serve" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 200); do grep -q '^LISTENING ' "$OUT/py.serve" 2> /dev/null && break; sleep 0.1; done
-PYPORT=$(sed -n 's/^LISTENING \([0-9]*\)/\1/p' "$OUT/py.serve")
+start_python_chat 3000
 scenario "$PYPORT" "$OUT/py.yaml"
 START=$(date +%s)
 "$B" capacity "$OUT/py.yaml" --vary message.rate --slo "$SLO" --from 1000 --to 64000 --step-duration "$STEP" --warmup "$WARMUP" \
   --confirmations "$CONFIRMATIONS" \
   --results "$OUT/results" > "$OUT/py.out" 2> "$OUT/py.err" || true
 FOLDER=$(sed -n 's/^results: //p' "$OUT/py.out")
-steps "$FOLDER/capacity.json"
+capacity_steps "$FOLDER/capacity.json"
 echo "  capacity run took $(( $(date +%s) - START )) s"
 # The sweep is centred on the answer, or on the lowest failing load when none was confirmed.
-PYANSWER=$(field "$FOLDER/capacity.json" "d['max_sustainable'] or d['first_failing'] or d['held_at_least'] or 0")
+PYANSWER=$(json_field "$FOLDER/capacity.json" "d['max_sustainable'] or d['first_failing'] or d['held_at_least'] or 0")
 
 echo "== 2b. manual sweep against the same server: stampede run at fixed rates, $WARMUP + $STEP each, twice each;"
 echo "   judged as capacity judges a step: the SLO over the window after the warm-up (a windowed threshold)"
-DUR=$(python3 -c "import re; f=lambda t: float(re.sub('s$','',t)); print(f'{f(\"$WARMUP\")+f(\"$STEP\"):g}s')")
-for share in 0.80 0.90 0.95 1.00 1.05 1.10 1.20; do
-  R=$(python3 -c "print(round($PYANSWER * $share))")
-  [ "$R" -gt 0 ] || continue
-  sed "s/^  rate: .*/  rate: $R/" "$OUT/py.yaml" > "$OUT/sweep.yaml"
-  printf 'thresholds:\n  round_trip@steady: {conditions: ["p(99) < 50ms"], after: %s}\n' "$WARMUP" >> "$OUT/sweep.yaml"
-  for attempt in 1 2; do
-    set +e
-    "$B" run "$OUT/sweep.yaml" --duration "$DUR" --quiet --results "$OUT/results" > "$OUT/sweep.out" 2>&1
-    CODE=$?
-    set -e
-    S=$(sed -n 's/^results: //p' "$OUT/sweep.out")
-    python3 - "$S/summary.json" "$R" "$share" "$CODE" << 'PY'
-import json, sys
-d = json.load(open(sys.argv[1])); t = d["thresholds"][0]
-verdict = {"0": "pass", "99": "fail", "98": "saturated"}.get(sys.argv[4], "exit " + sys.argv[4])
-print(f'  {float(sys.argv[3])*100:5.0f} % = {int(sys.argv[2]):>7,}/s  sent {d["messages"]["throughput_per_s"]["sent"]:>9,.0f}/s  '
-      f'p99 after warm-up {t["observed_text"]:>9}  lost {d["messages"]["lost"]}  -> {verdict}')
-PY
-  done
-done
-
+sweep "$OUT/py.yaml" "$PYANSWER" "$WARMUP" "$STEP" "${SLO#round_trip }" 2 0.80 0.90 0.95 1.00 1.05 1.10 1.20
 fi
 
 if part 3; then
@@ -123,6 +82,6 @@ set +e
 echo "  exit status $?"
 set -e
 FOLDER=$(sed -n 's/^results: //p' "$OUT/free.out")
-steps "$FOLDER/capacity.json"
+capacity_steps "$FOLDER/capacity.json"
 echo "  capacity run took $(( $(date +%s) - START )) s"
 fi

@@ -12,10 +12,15 @@
 # render report.html in headless Chromium), and rabbitmq-server (the STOMP-over-WebSocket test,
 # Tests/peers/rabbitmq_stomp.sh, starts a private broker node on loopback ports of its own with
 # its own data folder; the package's own service is not started, see policy-rc.d below).
-# Usage: scripts/ensure-packages.sh [--tests]
+# With package names instead, only those (a benchmark that needs one of them, e.g. nginx).
+# Usage: scripts/ensure-packages.sh [--tests | PACKAGE…]
 set -euo pipefail
 packages=(libssl-dev pkg-config openssl libjemalloc-dev zlib1g-dev)
-[ "${1:-}" != --tests ] || packages+=(curl nginx libhdrhistogram-java default-jre-headless prometheus chromium rabbitmq-server)
+case "${1:-}" in
+  "") ;;
+  --tests) packages+=(curl nginx libhdrhistogram-java default-jre-headless prometheus chromium rabbitmq-server) ;;
+  *) packages=("$@") ;;
+esac
 need=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" > /dev/null 2>&1 || need+=("$p")

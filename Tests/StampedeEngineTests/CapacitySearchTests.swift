@@ -291,6 +291,21 @@ struct CapacitySearchTests {
         #expect(bins?.bins.reduce(0) { $0 + $1.histogram.totalCount } == 700, "merged, never dropped")
     }
 
+    @Test func missingClientsAreExplainedByTheStepsCommonestErrorsConnectPhaseIncluded() {
+        var w = StepWindow(warmupSeconds: 0, endSeconds: 3)
+        var refused = MetricsShard()
+        refused.error(.connectionReset)
+        refused.error(.connectionReset)
+        refused.error(.upgradeRejected)
+        w.add(IntervalReport(elapsedSeconds: 1, phase: "ramp-up", messagePhaseSeconds: nil, interval: refused, totals: refused, open: 1,
+                             connecting: 0, reconnecting: 0, clients: 2, timerLagNs: 0, processCPUPercent: 0, clientLoopCPUPercent: 0,
+                             loops: 2, residentBytes: 0, final: false))
+        w.add(report(messageSeconds: 0...1, sent: 100, open: 1))
+        let s = StepJudge(slos: [slo], limits: limits).judge(w, number: 1, stage: .binary, load: 2, intendedRate: 100, runFailure: nil)
+        #expect(s.reasons == ["1 of 2 clients connected (errors: 2 connection_reset, 1 upgrade_rejected)"])
+        #expect(s.errors == 0, "the connect phase's errors are not the window's")
+    }
+
     // MARK: Conclusions
 
     func step(_ load: Double, _ outcome: String, p50: UInt64) -> CapacityResult.Step {

@@ -25,6 +25,9 @@ struct StepWindow: Sendable {
     /// Each latency metric's measured intervals (by metric key, as `MetricsShard.latencyHistogram(key:)`),
     /// only those with samples.
     var latencyIntervals: [String: IntervalBins] = [:]
+    /// Errors by class (`ErrorClass` raw values) of every interval up to the window's end, the
+    /// connect phase included: where a refused connection is counted.
+    var errorsUpToEnd: [UInt64] = []
 
     init(warmupSeconds: Double, endSeconds: Double) {
         self.warmupSeconds = warmupSeconds
@@ -32,6 +35,9 @@ struct StepWindow: Sendable {
     }
 
     mutating func add(_ r: IntervalReport) {
+        if r.messagePhaseSeconds.map({ $0.upperBound <= endSeconds + 0.001 }) ?? true {
+            errorsUpToEnd = errorsUpToEnd.isEmpty ? r.interval.errors : zip(errorsUpToEnd, r.interval.errors).map { $0 &+ $1 }
+        }
         // An interval ending just past the phase's end (the engine ticks every 100 ms) saw part of
         // the drain: left out, as is one starting before the warm-up was over.
         guard r.phase == "messages", let m = r.messagePhaseSeconds, m.lowerBound >= warmupSeconds - 0.001,
@@ -70,6 +76,14 @@ struct StepJudge {
     /// Client loops busier than this share of their cores mean the generator is the limit.
     static let saturatedLoopCPUShare = GeneratorDelay.busyLoopCPUShare
 
+    /// " (errors: 320 connection_reset, 12 upgrade_rejected)": the step's commonest error classes
+    /// (at most three), which say how the missing clients were refused; "" when there were none.
+    static func commonestErrors(_ errors: [UInt64]) -> String {
+        let top = errors.indices.filter { errors[$0] > 0 }.sorted { errors[$0] != errors[$1] ? errors[$0] > errors[$1] : $0 < $1 }.prefix(3)
+        let named = top.compactMap { i in ErrorClass(rawValue: i).map { "\(errors[i]) \($0.key)" } }
+        return named.isEmpty ? "" : " (errors: \(named.joined(separator: ", ")))"
+    }
+
     /// The step's figures and verdict. `intendedRate` is messages per second across all clients.
     func judge(_ w: StepWindow, number: Int, stage: CapacitySearch.Stage, load: Double, intendedRate: Double,
                runFailure: String?) -> CapacityResult.Step {
@@ -97,7 +111,7 @@ struct StepJudge {
         if w.intervals == 0 {
             failed.append("no whole interval after the warm-up (the step ended early)")
         }
-        if w.open < w.clients { failed.append("\(w.open) of \(w.clients) clients connected") }
+        if w.open < w.clients { failed.append("\(w.open) of \(w.clients) clients connected" + Self.commonestErrors(w.errorsUpToEnd)) }
         for (r, b) in zip(sloResults, bounds) {
             switch b.decision {
             case .pass: break
@@ -128,9 +142,15 @@ struct StepJudge {
         // lag to a send and as much to the read of the reply.
         let saturated = !invalid.isEmpty
         let lagMicros = Double(w.maxTimerLagNs) / 1000
-        let clearlyServer = zip(sloResults, bounds).contains { $1.decision == .fail && GeneratorDelay.failsBeyondLag($0, lagMicros: lagMicros) }
+        // Clients the server turned away (refused, reset, an upgrade answered with an error)
+        // are its doing however late the generator's timers ran.
+        let turnedAway = w.open < w.clients && [ErrorClass.connectRefused, .connectionReset, .upgradeRejected].contains {
+            $0.rawValue < w.errorsUpToEnd.count && w.errorsUpToEnd[$0.rawValue] > 0
+        }
+        let clearlyServer = turnedAway
+            || zip(sloResults, bounds).contains { $1.decision == .fail && GeneratorDelay.failsBeyondLag($0, lagMicros: lagMicros) }
         if failed.isEmpty || clearlyServer {
-            if saturated && !failed.isEmpty { failed.append("the generator was saturated too (\(invalid.joined(separator: "; "))), but that adds at most twice its lag") }
+            if saturated && !failed.isEmpty { failed.append("the generator was saturated too (\(invalid.joined(separator: "; "))), but that does not turn clients away or add more than twice its lag") }
             invalid = []
         }
         let outcome: CapacitySearch.Outcome = !invalid.isEmpty ? .invalid : !failed.isEmpty ? .fail : !borderline.isEmpty ? .borderline : .pass

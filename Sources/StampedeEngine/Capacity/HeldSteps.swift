@@ -31,6 +31,9 @@ struct HeldSteps {
         var progress: Stage
         /// What happened to connections from the step's command to its end.
         var tally = ConnectionTally()
+        /// Errors by class while settling (a refused connection is counted there), for the
+        /// reason of a step that lacks clients.
+        var settleErrors: [UInt64] = []
     }
 
     /// Connections opened and closed during a step (settling included): a held search shows
@@ -126,11 +129,14 @@ struct HeldSteps {
         let t = phase.upperBound
         switch cur.progress {
         case .settling(_, let deadline):
+            cur.settleErrors = cur.settleErrors.isEmpty ? r.interval.errors : zip(cur.settleErrors, r.interval.errors).map { $0 &+ $1 }
             let connected = plan.vary != .clients || r.open >= Int(cur.load)
             if connected || t >= deadline {
                 let warmup = cur.isProbe ? 1 : plan.warmupSeconds
                 let length = cur.isProbe ? 2 : plan.stepSeconds
-                cur.progress = .measuring(StepWindow(warmupSeconds: t + warmup, endSeconds: t + warmup + length))
+                var window = StepWindow(warmupSeconds: t + warmup, endSeconds: t + warmup + length)
+                window.errorsUpToEnd = cur.settleErrors
+                cur.progress = .measuring(window)
             }
             current = cur
         case .measuring(var window):
