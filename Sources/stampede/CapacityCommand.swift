@@ -43,7 +43,7 @@ struct Capacity: ParsableCommand {
               stampede capacity scenarios/capacity-chat.yaml --vary message.rate --slo "round_trip p(99) < 50ms"
               stampede capacity scenarios/hub-broadcast.yaml --vary clients --slo "fanout p(99) < 200ms" --from 100 --to 5000
               stampede serve --port 8766 --processes 6 --max-connections 60000 &
-              stampede capacity scenarios/capacity-connections.yaml --vary clients --slo "round_trip p(99) < 200ms" --from 10000 --to 100000
+              stampede capacity scenarios/capacity-connections.yaml --vary clients --slo "ping_round_trip p(99) < 1s" --from 10000 --to 80000
             """)
 
     @Argument(help: "Scenario file (YAML): everything but the varied field stays as written.")
