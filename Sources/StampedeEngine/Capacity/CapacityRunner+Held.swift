@@ -76,11 +76,9 @@ extension CapacityRunner {
             conclude(&s.result, search: search, interrupted: false, unreachable: nil, startedAt: startedAt)
             s.writeError = write(s.result, to: folder) ?? s.writeError
         }
-        for c in out.commands {
-            if case .endMessages = c { continue }
-            if let cur = s.steps.current, !cur.isProbe {
-                say("step \(cur.number) (\(cur.stage.rawValue)): \(Self.format(cur.load)) \(plan.unit), \(Self.format(plan.warmupSeconds)) s warm-up + \(Self.format(plan.stepSeconds)) s …")
-            }
+        // A step just begun (not a probe) is announced once.
+        if !out.commands.isEmpty, let cur = s.steps.current, !cur.isProbe, case .settling = cur.progress {
+            say("step \(cur.number) (\(cur.stage.rawValue)): \(Self.format(cur.load)) \(plan.unit), \(Self.format(plan.warmupSeconds)) s warm-up + \(Self.format(plan.stepSeconds)) s …")
         }
         return out.commands
     }

@@ -34,9 +34,14 @@ struct StepWindow: Sendable {
         self.endSeconds = endSeconds
     }
 
+    /// Two counts by error class added up (an empty one is none yet).
+    static func summed(_ a: [UInt64], _ b: [UInt64]) -> [UInt64] {
+        a.isEmpty ? b : zip(a, b).map { $0 &+ $1 }
+    }
+
     mutating func add(_ r: IntervalReport) {
         if r.messagePhaseSeconds.map({ $0.upperBound <= endSeconds + 0.001 }) ?? true {
-            errorsUpToEnd = errorsUpToEnd.isEmpty ? r.interval.errors : zip(errorsUpToEnd, r.interval.errors).map { $0 &+ $1 }
+            errorsUpToEnd = Self.summed(errorsUpToEnd, r.interval.errors)
         }
         // An interval ending just past the phase's end (the engine ticks every 100 ms) saw part of
         // the drain: left out, as is one starting before the warm-up was over.

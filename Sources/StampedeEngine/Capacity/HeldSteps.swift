@@ -17,8 +17,8 @@ import StampedeReport
 struct HeldSteps {
     /// What a step or probe is doing now.
     enum Stage {
-        /// Waiting for the load to be in place (since `sinceSeconds`, message-phase seconds).
-        case settling(sinceSeconds: Double, deadlineSeconds: Double)
+        /// Waiting for the load to be in place, until `deadlineSeconds` (message-phase seconds).
+        case settling(deadlineSeconds: Double)
         case measuring(StepWindow)
     }
 
@@ -64,10 +64,9 @@ struct HeldSteps {
     let connectRate: Double
     var search: CapacitySearch
     var current: Current?
-    /// A cool-down under way: when it began (message-phase seconds) and the probes run.
-    var coolDown: (sinceSeconds: Double, probes: Int)?
-    /// The sends are paused (rate 0) since this message-phase second, for a cool-down.
-    var pausedSince: Double?
+    /// A cool-down under way: when it began (message-phase seconds), the probes run, and whether
+    /// the sends are still paused (rate 0) for the backlog to drain.
+    var coolDown: (sinceSeconds: Double, probes: Int, paused: Bool)?
     var steps = 0
     var lastOutcome: CapacitySearch.Outcome?
     /// The load in place now (clients connected, or the rate).
@@ -103,7 +102,7 @@ struct HeldSteps {
         // Joins at the connect rate, then 10 s more for the stragglers.
         let joining = plan.vary == .clients ? max(0, load - loadNow) / connectRate : 0
         current = Current(number: number, stage: stage, load: load, isProbe: probe,
-                          progress: .settling(sinceSeconds: t, deadlineSeconds: t + joining + 10))
+                          progress: .settling(deadlineSeconds: t + joining + 10))
         loadNow = load
         return command(for: load)
     }
@@ -116,11 +115,11 @@ struct HeldSteps {
             out.commands = [nextStep(at: phase.upperBound)]
             return out
         }
-        if let since = pausedSince {
+        if let cool = coolDown, cool.paused {
             let t = phase.upperBound
             let arriving = r.interval[.messagesDelivered] &+ r.interval[.fanoutReceived]
-            guard (arriving == 0 && t - since >= 1) || t - (coolDown?.sinceSeconds ?? since) >= plan.cooldownSeconds else { return out }
-            pausedSince = nil
+            guard (arriving == 0 && t - cool.sinceSeconds >= 1) || t - cool.sinceSeconds >= plan.cooldownSeconds else { return out }
+            coolDown?.paused = false
             out.commands = [.rate(rate(for: coolDownLoad)), begin(number: steps + 1, stage: .retry, load: coolDownLoad, probe: true, at: t)]
             return out
         }
@@ -128,8 +127,8 @@ struct HeldSteps {
         cur.tally.add(r.interval)
         let t = phase.upperBound
         switch cur.progress {
-        case .settling(_, let deadline):
-            cur.settleErrors = cur.settleErrors.isEmpty ? r.interval.errors : zip(cur.settleErrors, r.interval.errors).map { $0 &+ $1 }
+        case .settling(let deadline):
+            cur.settleErrors = StepWindow.summed(cur.settleErrors, r.interval.errors)
             let connected = plan.vary != .clients || r.open >= Int(cur.load)
             if connected || t >= deadline {
                 let warmup = cur.isProbe ? 1 : plan.warmupSeconds
@@ -167,8 +166,7 @@ struct HeldSteps {
     mutating func next(at t: Double, into out: inout Outcome) -> [RunSteering.Command] {
         guard search.next != nil else { out.finished = true; return [.endMessages] }
         if lastOutcome == .fail || lastOutcome == .invalid, plan.cooldownSeconds > 0 {
-            coolDown = (t, 1)
-            pausedSince = t
+            coolDown = (t, 1, true)
             // Clients a search over clients has too many leave during the pause (they are idle then).
             return [.rate(0)] + (plan.vary == .clients && coolDownLoad < loadNow ? [command(for: coolDownLoad)] : [])
         }
