@@ -59,3 +59,54 @@ struct CompareCommandTests {
         }
     }
 }
+
+/// `compare --baseline … --current …` and `compare --history DIR CURRENT` on real runs: copies
+/// of one run stand for a build's runs (identical, so the verdicts cannot flake), a folder of
+/// run folders stands for its runs, and the delayed run is slower both ways.
+@Suite(.serialized)
+struct CompareSeveralRunsTests {
+    /// `count` copies of the run `folder` inside a new folder named `name`.
+    static func copies(of folder: String, _ count: Int, in name: String) throws -> String {
+        let dir = temporaryFolder(name)
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        for k in 1...count { try FileManager.default.copyItem(atPath: folder, toPath: dir.appendingPathComponent("run-\(k)").path) }
+        return dir.path
+    }
+
+    @Test func severalRunsAndAHistoryCallTheDelayedBuildSlowerAndACopyNoChange() throws {
+        let a = try CompareCommandTests.folder("runs-a", delayMs: nil)
+        let b = try CompareCommandTests.folder("runs-b", delayMs: 20)
+        let baseline = try Self.copies(of: a, 4, in: "runs-baseline"), current = try Self.copies(of: b, 4, in: "runs-current")
+        let sameSide = try Self.copies(of: a, 4, in: "runs-same")
+
+        let slower = try runProcess(stampedeBinary.path, ["compare", "--baseline", baseline, "--current", current, "--tolerance", "50%",
+                                                          "--fail-on", "slower", "--format", "json"], timeout: 60)
+        #expect(slower.status == 97, "\(slower.stdout)\(slower.stderr)")
+        let report = try JSONDecoder().decode(RunSetReport.self, from: Data(slower.stdout.utf8))
+        #expect(report.mode == .runs && report.baseline.count == 4 && report.current.count == 4)
+        let rt = try #require(report.metrics.first { $0.metric == "round_trip" })
+        #expect(rt.verdict == .slower && (rt.percentile("p50")?.pValue ?? 1) < 0.05)
+
+        let same = try runProcess(stampedeBinary.path, ["compare", "--baseline", baseline, "--current", sameSide, "--fail-on", "slower"], timeout: 60)
+        #expect(same.status == 0 && same.stdout.contains("round_trip: NO CHANGE"), "\(same.stdout)\(same.stderr)")
+
+        // History: the current run is judged against the history's runs, never against itself.
+        let history = try runProcess(stampedeBinary.path, ["compare", "--history", baseline, b, "--tolerance", "50%",
+                                                           "--fail-on", "slower", "--format", "markdown"], timeout: 60)
+        #expect(history.status == 97 && history.stdout.contains("slower"), "\(history.stdout)\(history.stderr)")
+        let inHistory = baseline + "/run-1"
+        let notAgainstItself = try runProcess(stampedeBinary.path, ["compare", "--history", baseline, inHistory, "--format", "junit"], timeout: 60)
+        #expect(notAgainstItself.status == 0 && notAgainstItself.stdout.contains("<testcase"), "\(notAgainstItself.stderr)")
+
+        // Bad forms exit 2 naming what to give; a folder holding no run exits 1 naming it.
+        for args in [["compare", "--baseline", baseline], ["compare", a, "--current", current], ["compare", "--history", baseline],
+                     ["compare", "--history", baseline, a, "--history-runs", "2"]] {
+            let r = try runProcess(stampedeBinary.path, args, timeout: 60)
+            #expect(r.status == 2, "\(args): \(r.stderr)")
+        }
+        let empty = temporaryFolder("runs-empty")
+        try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
+        let none = try runProcess(stampedeBinary.path, ["compare", "--baseline", empty.path, "--current", current], timeout: 60)
+        #expect(none.status == 1 && none.stderr.contains(empty.path) && none.stderr.contains("holds no results folder"))
+    }
+}

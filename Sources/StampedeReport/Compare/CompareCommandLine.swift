@@ -44,6 +44,36 @@ public enum CompareCommandLine {
         return o
     }
 
+    /// Each path as results folders: a folder with summary.json is one run; a folder without
+    /// one stands for the run folders directly inside it (those with summary.json), in name
+    /// order, which is time order for the folders `stampede run` and `stampede interleave`
+    /// write (`<scenario>-<UTC time>`). Throws naming a path that holds no run.
+    public static func runFolders(_ paths: [String]) throws(CompareError) -> [URL] {
+        var out: [URL] = []
+        let fm = FileManager.default
+        for path in paths {
+            let url = URL(fileURLWithPath: path)
+            var isDirectory: ObjCBool = false
+            guard fm.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw CompareError("\(path): not a results folder (no such directory)")
+            }
+            if fm.fileExists(atPath: url.appendingPathComponent("summary.json").path) { out.append(url); continue }
+            let inside = ((try? fm.contentsOfDirectory(atPath: url.path)) ?? []).sorted()
+                .map { url.appendingPathComponent($0) }
+                .filter { fm.fileExists(atPath: $0.appendingPathComponent("summary.json").path) }
+            guard !inside.isEmpty else {
+                throw CompareError("\(path): holds no results folder (neither summary.json nor folders with one)")
+            }
+            out += inside
+        }
+        return out
+    }
+
+    /// The tolerance when `--tolerance` is not given: 25 % for one run a side (the runs' own
+    /// noise does not cover the drift between runs), 5 % with several runs or a history (their
+    /// spread does; docs/compare.md, the power table).
+    public static let defaultTolerance = (single: "25%", runs: "5%")
+
     /// The `--help` discussion.
     public static let help = """
         Reads summary.json and the per-interval latency logs (<metric>.hlog) of two \
@@ -57,11 +87,25 @@ public enum CompareCommandLine {
         more than the tolerance (see docs/compare.md). Throughput, errors and \
         accounting follow side by side.
 
+        Several runs a side (--baseline A1 A2 ... --current B1 B2 ..., best \
+        interleaved with `stampede interleave`): each run is one sample of each \
+        percentile; the change of the median run's p50 with a hierarchical \
+        bootstrap interval (runs, then intervals within runs) and a Mann-Whitney \
+        U test. Slower: significant (interval above 0; p <= 0.05 when each side \
+        has 4 or more runs) and beyond the tolerance (default 5%). A folder \
+        holding run folders stands for all of them, in name (time) order.
+
+        History (--history DIR CURRENT): CURRENT against the last --history-runs \
+        runs in DIR (main-branch runs, oldest first by name): slower when its p50 \
+        is above the history's 95% prediction interval and beyond the tolerance.
+
         Exit codes: 0 compared (gate passed); 97 --fail-on tripped on a gated \
         metric; 1 a folder or file could not be read; 2 bad flags.
 
         Examples:
           stampede compare results/base-20260101T000000Z results/pr-20260101T001000Z
           stampede compare BASE CURRENT --fail-on slower --format markdown
+          stampede compare --baseline ab/baseline --current ab/current --fail-on slower
+          stampede compare --history history/ results/pr-20260101T001000Z --fail-on slower
         """
 }

@@ -12,9 +12,12 @@ extension CompareReport {
         case .table: table()
         case .markdown: markdown()
         case .json: json()
-        case .junit: junit()
+        case .junit: Self.junit(metrics.map { ($0.metric, $0.gated, $0.verdict, $0.reason) }, failOn: failOn)
         }
     }
+
+    /// The verdicts' marks in markdown.
+    static let icon: [CompareVerdict: String] = [.slower: "🔴", .faster: "🟢", .noChange: "⚪", .spreadChanged: "🟡", .tooFewSamples: "⚫"]
 
     static func ms(_ us: UInt64) -> String { String(format: "%.3f", Double(us) / 1000) }
     static func change(_ c: Double??) -> String {
@@ -66,12 +69,11 @@ extension CompareReport {
     }
 
     func markdown() -> String {
-        let icon: [CompareVerdict: String] = [.slower: "🔴", .faster: "🟢", .noChange: "⚪", .spreadChanged: "🟡", .tooFewSamples: "⚫"]
-        var out = "### Stampede compare: \(icon[verdict] ?? "") \(verdict.rawValue)" + (failOn.isEmpty ? "" : gateTripped ? " (gate failed)" : " (gate passed)") + "\n\n"
+        var out = "### Stampede compare: \(Self.icon[verdict] ?? "") \(verdict.rawValue)" + (failOn.isEmpty ? "" : gateTripped ? " (gate failed)" : " (gate passed)") + "\n\n"
         out += "Baseline `\(baseline)`, current `\(current)`; tolerance \(Self.number(tolerancePercent)) %, \(resamples) bootstrap resamples.\n\n"
         out += "| metric | verdict | KS D | Wasserstein (ms) |\n|---|---|---:|---:|\n"
         for m in metrics {
-            out += "| `\(m.metric)`\(m.gated ? " (gated)" : "") | \(icon[m.verdict] ?? "") \(m.verdict.rawValue) | "
+            out += "| `\(m.metric)`\(m.gated ? " (gated)" : "") | \(Self.icon[m.verdict] ?? "") \(m.verdict.rawValue) | "
                 + String(format: "%.3f | %.3f |\n", m.ksD, m.wassersteinMs)
         }
         out += "\n| metric | percentile | baseline ms [95% CI] | current ms [95% CI] | change |\n|---|---|---:|---:|---:|\n"
@@ -89,8 +91,9 @@ extension CompareReport {
         return String(decoding: data, as: UTF8.self) + "\n"
     }
 
-    /// One testcase per latency metric; a gated metric whose verdict is in `failOn` is a failure.
-    func junit() -> String {
+    /// One testcase per latency metric (name, gated, verdict, reason); a gated metric whose
+    /// verdict is in `failOn` is a failure.
+    static func junit(_ metrics: [(metric: String, gated: Bool, verdict: CompareVerdict, reason: String)], failOn: [CompareVerdict]) -> String {
         func esc(_ s: String) -> String {
             s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
                 .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")

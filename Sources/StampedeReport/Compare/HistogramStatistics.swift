@@ -78,8 +78,25 @@ public enum HistogramStatistics {
     /// consecutive intervals (`IntervalBins`), which then are what is drawn.
     public static func bootstrap(parts all: [SparseHistogram], percentiles: [Double], resamples: Int = 1000,
                                  seed: UInt64 = 0x5EED, level: Double = 0.95) -> [(low: UInt64, high: UInt64)] {
+        let drawn = replicates(parts: all, percentiles: percentiles, resamples: resamples, seed: seed)
+        guard drawn.allSatisfy({ !$0.isEmpty }) else { return percentiles.map { _ in (0, 0) } }
+        let tail = (1 - level) / 2
+        return drawn.map { d in
+            let s = d.sorted()
+            let lo = s[min(s.count - 1, max(0, Int((tail * Double(s.count)).rounded(.down))))]
+            let hi = s[min(s.count - 1, max(0, Int(((1 - tail) * Double(s.count)).rounded(.up)) - 1))]
+            return (lo, hi)
+        }
+    }
+
+    /// The bootstrap's resampled values themselves: for each of `percentiles`, `resamples`
+    /// values, each the percentile of one resample of the parts (drawn with replacement, as
+    /// many as there are). Empty lists when no part has samples. Deterministic for a `seed`.
+    /// Runs compared as several per side draw from these (`RunLevelStatistics.hierarchicalChange`).
+    public static func replicates(parts all: [SparseHistogram], percentiles: [Double], resamples: Int,
+                                  seed: UInt64 = 0x5EED) -> [[UInt64]] {
         let parts = all.filter { $0.totalCount > 0 }
-        guard !parts.isEmpty, resamples > 0 else { return percentiles.map { _ in (0, 0) } }
+        guard !parts.isEmpty, resamples > 0 else { return percentiles.map { _ in [] } }
         // One cumulative row per part over the union of values: a resample's cumulative counts
         // are the sum of its draws' rows, weighted by how often each was drawn, so a percentile
         // is a binary search over them (the first value whose cumulative count reaches it).
@@ -122,13 +139,7 @@ public enum HistogramStatistics {
                 drawn[n].append(values[lo])
             }
         }
-        let tail = (1 - level) / 2
-        return drawn.map { d in
-            let s = d.sorted()
-            let lo = s[min(s.count - 1, max(0, Int((tail * Double(s.count)).rounded(.down))))]
-            let hi = s[min(s.count - 1, max(0, Int(((1 - tail) * Double(s.count)).rounded(.up)) - 1))]
-            return (lo, hi)
-        }
+        return drawn
     }
 }
 

@@ -1,0 +1,82 @@
+import Foundation
+
+extension RunSetReport {
+    /// The report in `format`, ending in a newline.
+    public func rendered(_ format: CompareFormat) -> String {
+        switch format {
+        case .table: table()
+        case .markdown: markdown()
+        case .json: json()
+        case .junit: CompareReport.junit(metrics.map { ($0.metric, $0.gated, $0.verdict, $0.reason) }, failOn: failOn)
+        }
+    }
+
+    var sides: (String, String) {
+        mode == .history ? ("history (\(baseline.count) runs)", "current") : ("baseline (\(baseline.count) runs)", "current (\(current.count) runs)")
+    }
+
+    /// Rows: metric, percentile, baseline median, current median, change, interval, p.
+    func rows() -> [[String]] {
+        metrics.flatMap { m in
+            m.percentiles.map { p in
+                [m.metric, p.name, String(format: "%.3f", p.baselineMedian / 1000), String(format: "%.3f", p.currentMedian / 1000),
+                 RunSetRule.signed(p.changePct), "[\(RunSetRule.signed(p.lowPct)), \(RunSetRule.signed(p.highPct))]",
+                 p.pValue.map { String(format: "%.3f", $0) } ?? "-"]
+            }
+        }
+    }
+
+    var header: [String] {
+        ["metric", "pct", mode == .history ? "history ms" : "baseline ms", "current ms", "change",
+         mode == .history ? "95% prediction" : "95% interval", "p"]
+    }
+
+    func table() -> String {
+        let (b, c) = sides
+        var out = "\(b): \(baseline.first ?? "")\(baseline.count > 1 ? " … \(baseline.last ?? "")" : "")\n"
+        out += "\(c): \(current.first ?? "")\(current.count > 1 ? " … \(current.last ?? "")" : "")\n"
+        out += mode == .history ? "(history: geometric mean of its runs; current: its one run)\n\n" : "(medians of the runs)\n\n"
+        let rows = rows()
+        let widths = header.indices.map { i in max(header[i].count, rows.map { $0[i].count }.max() ?? 0) }
+        func line(_ r: [String]) -> String {
+            r.indices.map { i in i < 2 ? r[i].padding(toLength: widths[i], withPad: " ", startingAt: 0)
+                : String(repeating: " ", count: widths[i] - r[i].count) + r[i] }.joined(separator: "  ")
+        }
+        out += line(header) + "\n"
+        for r in rows { out += line(r) + "\n" }
+        out += "\n"
+        for m in metrics { out += "\(m.metric): \(m.verdict.rawValue.uppercased())\(m.gated ? " (gated)" : "") - \(m.reason)\n" }
+        for n in notes { out += "note: \(n)\n" }
+        out += "\n"
+        let fw = figures.map(\.name.count).max() ?? 0
+        for f in figures {
+            out += f.name.padding(toLength: fw, withPad: " ", startingAt: 0)
+                + "  \(CompareReport.number(f.baseline)) -> \(CompareReport.number(f.current))  \(CompareReport.change(f.changePercent))\n"
+        }
+        out += "\nverdict: \(verdict.rawValue)" + (failOn.isEmpty ? "" : gateTripped ? " (gate FAILED)" : " (gate passed)") + "\n"
+        return out
+    }
+
+    func markdown() -> String {
+        let (b, c) = sides
+        var out = "### Stampede compare: \(CompareReport.icon[verdict] ?? "") \(verdict.rawValue)"
+            + (failOn.isEmpty ? "" : gateTripped ? " (gate failed)" : " (gate passed)") + "\n\n"
+        out += "\(b.prefix(1).uppercased() + b.dropFirst()) against \(c); tolerance \(CompareReport.number(tolerancePercent)) %"
+            + (mode == .runs ? ", Mann–Whitney at \(alpha).\n\n" : ".\n\n")
+        out += "| metric | verdict | why |\n|---|---|---|\n"
+        for m in metrics { out += "| `\(m.metric)`\(m.gated ? " (gated)" : "") | \(CompareReport.icon[m.verdict] ?? "") \(m.verdict.rawValue) | \(m.reason) |\n" }
+        out += "\n| " + header.joined(separator: " | ") + " |\n|---|---|---:|---:|---:|---:|---:|\n"
+        for r in rows() { out += "| `\(r[0])` | " + r.dropFirst().joined(separator: " | ") + " |\n" }
+        out += "\n| figure (median run) | baseline | current | change |\n|---|---:|---:|---:|\n"
+        for f in figures { out += "| \(f.name) | \(CompareReport.number(f.baseline)) | \(CompareReport.number(f.current)) | \(CompareReport.change(f.changePercent)) |\n" }
+        if !notes.isEmpty { out += "\n" + notes.map { "- \($0)\n" }.joined() }
+        return out
+    }
+
+    func json() -> String {
+        let e = JSONEncoder()
+        e.outputFormatting = [.prettyPrinted, .sortedKeys]
+        guard let data = try? e.encode(self) else { return "{}\n" }
+        return String(decoding: data, as: UTF8.self) + "\n"
+    }
+}
