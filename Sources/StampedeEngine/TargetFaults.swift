@@ -12,7 +12,7 @@ extension TargetFault {
         case .drop(let reset): self = .drop(reset: reset)
         case .reject(let seconds): self = .reject(seconds: seconds)
         case .stall(let seconds): self = .stall(seconds: seconds)
-        case .delay(let ms): self = .delay(milliseconds: ms)
+        case .delay(let us): self = .delay(microseconds: us)
         }
     }
 }
@@ -41,7 +41,7 @@ enum AdminClient {
         case .drop(let reset): "/fault/drop?mode=\(reset ? "reset" : "close")"
         case .reject(let seconds): "/fault/reject?seconds=\(seconds)"
         case .stall(let seconds): "/fault/stall?seconds=\(seconds)"
-        case .delay(let ms): "/fault/delay?ms=\(ms)"
+        case .delay(let us): "/fault/delay?us=\(us)"
         }
     }
 

@@ -286,15 +286,16 @@ public enum ServerFault: Sendable, Equatable, CustomStringConvertible {
     case reject(seconds: Double)
     /// The server neither accepts, reads nor writes for `seconds`, then carries on.
     case stall(seconds: Double)
-    /// Every relayed message waits `milliseconds` (a fixed added service time); 0 turns it off.
-    case delay(milliseconds: Int)
+    /// Every relayed message waits `microseconds` (a fixed added service time); 0 turns it off.
+    case delay(microseconds: Int)
 
     public var description: String {
         switch self {
         case .drop(let reset): reset ? "drop reset" : "drop close"
         case .reject(let s): "reject \(s)s"
         case .stall(let s): "stall \(s)s"
-        case .delay(let ms): "delay \(ms)ms"
+        // Whole milliseconds read as before microseconds were taken.
+        case .delay(let us): us % 1000 == 0 ? "delay \(us / 1000)ms" : "delay \(us)us"
         }
     }
 }

@@ -73,23 +73,32 @@ extension Reader {
         return .storm(fraction: fraction, mode: mode, stallSeconds: stall)
     }
 
-    /// `{fault: drop, mode: reset|close}`, `{fault: reject, for: 5s}`, `{fault: stall, for: 5s}` or `{fault: delay, ms: 2}`.
+    /// `{fault: drop, mode: reset|close}`, `{fault: reject, for: 5s}`, `{fault: stall, for: 5s}` or
+    /// `{fault: delay, ms: 2}` (or `us: 300`).
     private func serverFault(_ node: Node, field: String) throws(ScenarioError) -> ServerFault {
-        let expecting = "{fault: drop, mode: reset|close}, {fault: reject, for: 5s}, {fault: stall, for: 5s} or {fault: delay, ms: 2}"
+        let expecting = "{fault: drop, mode: reset|close}, {fault: reject, for: 5s}, {fault: stall, for: 5s} or {fault: delay, ms: 2} (or us: 300)"
         let m = try mappingNode(node, field: field, expecting: expecting)
-        let f = try Fields(m, path: field, known: ["fault", "mode", "for", "ms"], reader: self)
+        let f = try Fields(m, path: field, known: ["fault", "mode", "for", "ms", "us"], reader: self)
         guard let faultNode = f["fault"] else { throw error(at: node, field: "\(field).fault", "missing required field 'fault' (drop, reject, stall or delay)") }
         let fault = try string(faultNode, field: "\(field).fault", expecting: "drop, reject, stall or delay")
-        if fault != "delay", let n = f["ms"] { throw error(at: n, field: "\(field).ms", "'ms' belongs to 'fault: delay'") }
+        for key in ["ms", "us"] where fault != "delay" {
+            if let n = f[key] { throw error(at: n, field: "\(field).\(key)", "'\(key)' belongs to 'fault: delay'") }
+        }
         switch fault {
         case "delay":
             for key in ["mode", "for"] {
-                if let n = f[key] { throw error(at: n, field: "\(field).\(key)", "a delay lasts until another delay event changes it; it takes only 'ms'") }
+                if let n = f[key] { throw error(at: n, field: "\(field).\(key)", "a delay lasts until another delay event changes it; it takes only 'ms' or 'us'") }
             }
-            guard let n = f["ms"] else { throw error(at: node, field: "\(field).ms", "a delay needs its length in milliseconds, like 'ms: 2' (0 turns it off)") }
+            if let n = f["us"] {
+                if f["ms"] != nil { throw error(at: n, field: "\(field).us", "give the delay once, in 'ms' or in 'us', not both") }
+                let us = try number(n, field: "\(field).us", atLeast: 0, maximum: 10_000_000)
+                guard us == us.rounded() else { throw error(at: n, field: "\(field).us", "expected whole microseconds from 0 to 10000000, got \(describe(n))") }
+                return .delay(microseconds: Int(us))
+            }
+            guard let n = f["ms"] else { throw error(at: node, field: "\(field).ms", "a delay needs its length in milliseconds, like 'ms: 2', or microseconds, like 'us: 300' (0 turns it off)") }
             let ms = try number(n, field: "\(field).ms", atLeast: 0, maximum: 10_000)
-            guard ms == ms.rounded() else { throw error(at: n, field: "\(field).ms", "expected whole milliseconds from 0 to 10000, got \(describe(n))") }
-            return .delay(milliseconds: Int(ms))
+            guard ms == ms.rounded() else { throw error(at: n, field: "\(field).ms", "expected whole milliseconds from 0 to 10000 (or 'us' for microseconds), got \(describe(n))") }
+            return .delay(microseconds: Int(ms) * 1000)
         case "drop":
             if let n = f["for"] { throw error(at: n, field: "\(field).for", "a drop is instantaneous; 'for' belongs to reject and stall") }
             var reset = true

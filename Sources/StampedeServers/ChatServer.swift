@@ -270,8 +270,8 @@ public final class ChatServer: EventLoopHandler, FaultTarget, SharedBroadcasts, 
             faults.startRejecting(seconds: seconds)
         case .stall(let seconds):
             FaultState.stall(loop, seconds: seconds)
-        case .delay(let milliseconds):
-            delayLine.set(milliseconds: milliseconds)
+        case .delay(let microseconds):
+            delayLine.set(microseconds: microseconds)
         }
     }
 
@@ -279,7 +279,7 @@ public final class ChatServer: EventLoopHandler, FaultTarget, SharedBroadcasts, 
 
     /// The statistics and the fault state as one JSON line. Call on the loop thread.
     public func statusJSON() -> String {
-        "{\"server\":\"chat\",\"maxConnections\":\(connectionQuota?.limit ?? 0),\"connectionCostUs\":\(connectionCost.microseconds),\"delayMs\":\(delayLine.delayNs / 1_000_000),\"maxRateSpacingNs\":\(delayLine.spacingNs),\"path\":\"\(path)\",\"port\":\(port),\"rejectingSeconds\":\(faults.rejectingSecondsLeft() ?? 0),"
+        "{\"server\":\"chat\",\"maxConnections\":\(connectionQuota?.limit ?? 0),\"connectionCostUs\":\(connectionCost.microseconds),\"delayMs\":\(delayLine.delayNs / 1_000_000),\"delayUs\":\(delayLine.delayNs / 1_000),\"maxRateSpacingNs\":\(delayLine.spacingNs),\"path\":\"\(path)\",\"port\":\(port),\"rejectingSeconds\":\(faults.rejectingSecondsLeft() ?? 0),"
             + statisticsJSONMembers(statisticsNow()) + "}"
     }
 

@@ -32,9 +32,9 @@ struct DelayLine {
     /// Pieces of work waiting.
     var queued: Int { actions.count - head }
 
-    /// Sets the delay in milliseconds, clamped to 0…`TargetFault.maxDelayMilliseconds`.
-    mutating func set(milliseconds: Int) {
-        delayNs = UInt64(max(0, min(milliseconds, TargetFault.maxDelayMilliseconds))) * 1_000_000
+    /// Sets the delay in microseconds, clamped to 0…`TargetFault.maxDelayMicroseconds`.
+    mutating func set(microseconds: Int) {
+        delayNs = UInt64(max(0, min(microseconds, TargetFault.maxDelayMicroseconds))) * 1_000
     }
 
     /// Sets the most releases per second (0: no limit), at most one per nanosecond.

@@ -69,13 +69,13 @@ public enum LinkRecord {
 }
 
 extension TargetFault {
-    /// The fault as a `LinkRecord.Kind.fault` payload: "drop reset", "reject 2.5", "delay 10" ….
+    /// The fault as a `LinkRecord.Kind.fault` payload: "drop reset", "reject 2.5", "delay 300" (µs) ….
     public var linkText: String {
         switch self {
         case .drop(let reset): "drop \(reset ? "reset" : "close")"
         case .reject(let s): "reject \(s)"
         case .stall(let s): "stall \(s)"
-        case .delay(let ms): "delay \(ms)"
+        case .delay(let us): "delay \(us)"
         }
     }
 
@@ -87,7 +87,7 @@ extension TargetFault {
         case "drop" where parts[1] == "reset" || parts[1] == "close": self = .drop(reset: parts[1] == "reset")
         case "reject": guard let s = Double(parts[1]), s.isFinite, s >= 0 else { return nil }; self = .reject(seconds: s)
         case "stall": guard let s = Double(parts[1]), s.isFinite, s >= 0 else { return nil }; self = .stall(seconds: s)
-        case "delay": guard let ms = Int(parts[1]), ms >= 0 else { return nil }; self = .delay(milliseconds: ms)
+        case "delay": guard let us = Int(parts[1]), us >= 0 else { return nil }; self = .delay(microseconds: us)
         default: return nil
         }
     }

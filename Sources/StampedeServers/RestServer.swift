@@ -213,8 +213,8 @@ public final class RestServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
             faults.startRejecting(seconds: seconds)
         case .stall(let seconds):
             FaultState.stall(loop, seconds: seconds)
-        case .delay(let milliseconds):
-            delayLine.set(milliseconds: milliseconds)
+        case .delay(let microseconds):
+            delayLine.set(microseconds: microseconds)
         }
     }
 
@@ -225,7 +225,9 @@ public final class RestServer: EventLoopHandler, FaultTarget, @unchecked Sendabl
     public func statusJSON() -> String {
         let path = String(decoding: basePath, as: UTF8.self)
         return "{\"server\":\"rest\",\"path\":\"\(path.isEmpty ? "/" : path)\",\"port\":\(port),"
-            + "\"rejectingSeconds\":\(faults.rejectingSecondsLeft() ?? 0),\"changeRate\":\(changeRate),"
+            + "\"rejectingSeconds\":\(faults.rejectingSecondsLeft() ?? 0),"
+            // delayMs too (whole ms, rounded down), as the chat server gives it for older readers.
+            + "\"delayMs\":\(delayLine.delayNs / 1_000_000),\"delayUs\":\(delayLine.delayNs / 1_000),\"changeRate\":\(changeRate),"
             + "\"rateLimit\":\(rateLimit.map(String.init) ?? "null"),\"auth\":\(token != nil),\"chunked\":\(configuration.chunked),"
             + "\"bodySize\":\(bodySize),\"version\":\(version(at: clock())),"
             + statisticsJSONMembers(statisticsNow()) + "}"

@@ -131,7 +131,7 @@ public final class ServerGroup: EventLoopHandler, FaultTarget, @unchecked Sendab
     }
 
     /// Members that are settings rather than counts: the largest is shown, not the sum.
-    static let settings: Set<String> = ["connectionCostUs", "delayMs", "maxConnections", "maxRateSpacingNs", "port", "rejectingSeconds"]
+    static let settings: Set<String> = ["connectionCostUs", "delayMs", "delayUs", "maxConnections", "maxRateSpacingNs", "port", "rejectingSeconds"]
 
     /// The processes' status objects as one: counts summed, settings and text from the first
     /// (the largest setting), each process's own object under `perProcess`.

@@ -24,7 +24,8 @@ public enum TargetAdminError: Error, Sendable, CustomStringConvertible {
 /// - `POST /fault/drop?mode=reset|close` (default reset): drop every connection.
 /// - `POST /fault/reject?seconds=S`: answer new connections 503 for S seconds.
 /// - `POST /fault/stall?seconds=S`: hang the server for S seconds.
-/// - `POST /fault/delay?ms=N`: hold every relayed message N ms (0 to 10000; 0 turns it off; chat and REST servers).
+/// - `POST /fault/delay?us=N` or `?ms=N` (exactly one): hold every relayed message N µs (0 to
+///   10000000) or N ms (0 to 10000); 0 turns it off; chat and REST servers.
 /// - `GET /status`: the server's statistics as JSON.
 ///
 /// S is plain decimal (`5`, `0.25`: no sign, exponent, hex, `nan` or `inf`) from 0.001 to 3600.
@@ -253,6 +254,25 @@ public final class TargetAdmin: EventLoopHandler, @unchecked Sendable {
         return (s, "")
     }
 
+    /// The delay from `/fault/delay`'s query: exactly one of `us` (whole µs, 0 to 10000000) and
+    /// `ms` (whole ms, 0 to 10000, as before µs were taken), plain digits only; else why not.
+    static func delayMicroseconds(us: String?, ms: String?) -> (microseconds: Int?, problem: String) {
+        let maxMs = TargetFault.maxDelayMicroseconds / 1000
+        let rule = "give exactly one of us (whole microseconds from 0 to \(TargetFault.maxDelayMicroseconds), like ?us=300) "
+            + "or ms (whole milliseconds from 0 to \(maxMs), like ?ms=2); 0 turns the delay off"
+        let (text, scale, limit): (String, Int, Int)
+        switch (us, ms) {
+        case (let u?, nil): (text, scale, limit) = (u, 1, TargetFault.maxDelayMicroseconds)
+        case (nil, let m?): (text, scale, limit) = (m, 1000, maxMs)
+        case (nil, nil): return (nil, "missing delay: \(rule)")
+        case (_?, _?): return (nil, "both us and ms given: \(rule)")
+        }
+        // At most 8 digits: no overflow, and no sign, dot or exponent can slip through Int().
+        guard !text.isEmpty, text.utf8.count <= 8, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+              let n = Int(text), n <= limit else { return (nil, rule) }
+        return (n * scale, "")
+    }
+
     func handle(_ id: ConnectionID, _ r: Request) {
         let fault: TargetFault
         let allowed: [String]
@@ -260,7 +280,7 @@ public final class TargetAdmin: EventLoopHandler, @unchecked Sendable {
         case "/status": allowed = []
         case "/fault/drop": allowed = ["mode"]
         case "/fault/reject", "/fault/stall": allowed = ["seconds"]
-        case "/fault/delay": allowed = ["ms"]
+        case "/fault/delay": allowed = ["us", "ms"]
         default: allowed = []
         }
         let (values, problem) = Self.parameters(r, allowed: allowed)
@@ -293,11 +313,9 @@ public final class TargetAdmin: EventLoopHandler, @unchecked Sendable {
             guard r.method == .post else { return wrongMethod(id, allowed: "POST") }
             guard let values else { return badRequest(id, problem) }
             guard target.supportsDelay else { return badRequest(id, "this server does not act out a delay (the chat and REST servers do)") }
-            guard let text = values["ms"], !text.isEmpty, text.utf8.count <= 5, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-                  let ms = Int(text), ms <= TargetFault.maxDelayMilliseconds else {
-                return badRequest(id, "ms must be whole milliseconds from 0 to \(TargetFault.maxDelayMilliseconds), like ?ms=2 (0 turns the delay off)")
-            }
-            fault = .delay(milliseconds: ms)
+            let parsed = Self.delayMicroseconds(us: values["us"], ms: values["ms"])
+            guard let us = parsed.microseconds else { return badRequest(id, parsed.problem) }
+            fault = .delay(microseconds: us)
         default:
             reply(id, status: 404, reason: "Not Found",
                   body: #"{"ok":false,"error":"unknown path; try POST /fault/drop, /fault/reject, /fault/stall, /fault/delay or GET /status"}"#)
@@ -307,7 +325,7 @@ public final class TargetAdmin: EventLoopHandler, @unchecked Sendable {
         switch fault {
         case .drop(let reset): body = #"{"ok":true,"fault":"drop","mode":"\#(reset ? "reset" : "close")"}"#
         case .reject(let s), .stall(let s): body = #"{"ok":true,"fault":"\#(fault.name)","seconds":\#(s)}"#
-        case .delay(let ms): body = #"{"ok":true,"fault":"delay","ms":\#(ms)}"#
+        case .delay(let us): body = #"{"ok":true,"fault":"delay","us":\#(us)}"#
         }
         // Answered from the server's loop once applied; a stall only starts after this task
         // (it is queued behind it), so its reply is on its way before the server hangs.

@@ -14,12 +14,13 @@ public enum TargetFault: Sendable, Equatable {
     case reject(seconds: Double)
     /// The server stops reading and writing for `seconds` (like a GC pause or a hung process) and then carries on where it was.
     case stall(seconds: Double)
-    /// Every relayed message (chat broadcast, REST response) waits `milliseconds` before it goes out, a fixed
-    /// added service time that makes a known latency regression; 0 turns it off.
-    case delay(milliseconds: Int)
+    /// Every relayed message (chat broadcast, REST response) waits `microseconds` before it goes out, a fixed
+    /// added service time that makes a known latency regression; 0 turns it off. Microseconds, so a
+    /// regression of a tenth of a sub-millisecond round trip can be made.
+    case delay(microseconds: Int)
 
-    /// Longest delay accepted (ms); longer ones are cut to this.
-    public static let maxDelayMilliseconds = 10_000
+    /// Longest delay accepted (µs, 10 s); longer ones are cut to this.
+    public static let maxDelayMicroseconds = 10_000_000
 
     /// Longest reject or stall accepted; longer ones are cut to this.
     public static let maxSeconds: Double = 3600
@@ -143,17 +144,65 @@ func statisticsJSONMembers(_ value: Any) -> String {
 }
 
 extension TargetFault {
-    /// Milliseconds from a flag like `2ms`, `0.5s` or `2` (ms): whole milliseconds from 0 to
-    /// `maxDelayMilliseconds`, else nil.
-    public static func delayMilliseconds(_ text: String) -> Int? {
-        let t = text
-        var number = Substring(t)
-        var scale = 1.0
-        if t.hasSuffix("ms") { number = t.dropLast(2) } else if t.hasSuffix("s") { number = t.dropLast(1); scale = 1000 }
-        guard !number.isEmpty, number.count <= 12, number.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }),
-              let v = Double(number), v.isFinite else { return nil }
-        let ms = v * scale
-        guard ms >= 0, ms <= Double(maxDelayMilliseconds), ms == ms.rounded() else { return nil }
-        return Int(ms)
+    /// Longest text `delayMicroseconds` reads: enough for any valid delay, short enough that
+    /// no input makes the parse slow.
+    static let maxDelayTextLength = 24
+
+    /// Microseconds from a flag like `100us`, `2ms`, `1.5ms`, `0.5s` or `2` (a bare number is ms,
+    /// as it always was): whole microseconds from 0 to `maxDelayMicroseconds`, else nil (a sign,
+    /// an exponent, NaN, a fraction of a microsecond or anything else).
+    public static func delayMicroseconds(_ text: String) -> Int? {
+        guard text.utf8.count <= maxDelayTextLength else { return nil }
+        var number = Array(text.utf8)
+        var unit = DelayUnit.milliseconds
+        for u in DelayUnit.allCases where text.hasSuffix(u.suffix) {
+            number.removeLast(u.suffix.utf8.count)
+            unit = u
+            break
+        }
+        // Exact decimal arithmetic, not Double: 0.123ms must be 123 µs, and in binary floating
+        // point 0.123 * 1000 is not. Every step stays at most `maxDelayMicroseconds` times a
+        // million, so nothing overflows.
+        let dot = number.firstIndex(of: UInt8(ascii: "."))
+        let whole = number[..<(dot ?? number.endIndex)]
+        let fraction = dot.map { number[($0 + 1)...] } ?? []
+        func digits(_ s: ArraySlice<UInt8>) -> Bool { s.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") } }
+        guard !whole.isEmpty, digits(whole), dot == nil || (!fraction.isEmpty && digits(fraction)) else { return nil }
+        var us = 0
+        for d in whole {
+            us = us * 10 + Int(d - UInt8(ascii: "0"))
+            guard us <= maxDelayMicroseconds else { return nil }
+        }
+        us *= unit.microseconds
+        var place = unit.microseconds
+        for d in fraction {
+            let digit = Int(d - UInt8(ascii: "0"))
+            place /= 10
+            // A nonzero digit past the microseconds is a fraction of a µs.
+            guard place > 0 || digit == 0 else { return nil }
+            us += digit * place
+        }
+        return us <= maxDelayMicroseconds ? us : nil
+    }
+
+    /// The units `delayMicroseconds` takes, "us" and "ms" before "s", which ends both.
+    private enum DelayUnit: CaseIterable {
+        case microseconds, milliseconds, seconds
+
+        var suffix: String {
+            switch self {
+            case .microseconds: "us"
+            case .milliseconds: "ms"
+            case .seconds: "s"
+            }
+        }
+
+        var microseconds: Int {
+            switch self {
+            case .microseconds: 1
+            case .milliseconds: 1000
+            case .seconds: 1_000_000
+            }
+        }
     }
 }

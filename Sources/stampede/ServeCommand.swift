@@ -40,7 +40,8 @@ struct Serve: ParsableCommand {
               POST /fault/drop?mode=reset|close  drop every connection (RST or clean)
               POST /fault/reject?seconds=S       answer new connections 503 for S s
               POST /fault/stall?seconds=S        hang the server for S s (S <= 3600)
-              POST /fault/delay?ms=N             hold every broadcast/response N ms (0: off; N <= 10000; not --hub)
+              POST /fault/delay?us=N             hold every broadcast/response N µs
+                                                 (?ms=N: N ms; 0: off; max 10 s; not --hub)
               GET  /status                       statistics as JSON
 
             With --processes N, N server processes share the port (SO_REUSEPORT) under one \
@@ -112,7 +113,7 @@ struct Serve: ParsableCommand {
     @Option(help: "Stop by itself after this many seconds (0 = until Ctrl-C).")
     var maxSeconds: Double = 0
 
-    @Option(help: "Hold every chat broadcast (REST: response) this long, like 2ms (0 to 10s): a known regression for `stampede compare`.")
+    @Option(help: "Hold every chat broadcast (REST: response) this long, in whole microseconds, like 100us, 2ms or 0.5s (a bare number is ms; 0 to 10s): a known regression for `stampede compare`.")
     var delay: String?
 
     @Option(help: "Chat: relay at most N client messages per second (a known capacity for `stampede capacity`); the rest queue in order, so latency grows without bound past N (1 to 10000000; default: no limit).")
@@ -189,7 +190,9 @@ struct Serve: ParsableCommand {
             guard !hub && !rest && !socketio else { throw ValidationError("--connection-cost is acted out by the chat server only, not by --hub, --socketio or --rest") }
         }
         if let delay {
-            guard TargetFault.delayMilliseconds(delay) != nil else { throw ValidationError("--delay must be whole milliseconds from 0 to 10000, like 2ms or 0.5s, got '\(delay)'") }
+            guard TargetFault.delayMicroseconds(delay) != nil else {
+                throw ValidationError("--delay must be from 0 to 10s, in whole microseconds, like 100us, 2ms or 0.5s, got '\(delay)'")
+            }
             guard !hub && !socketio else { throw ValidationError("--delay is acted out by the chat and REST servers only, not yet by --hub or --socketio") }
         }
         if [hub, rest, socketio].filter({ $0 }).count > 1 { throw ValidationError("--hub, --socketio and --rest are exclusive") }
@@ -264,8 +267,8 @@ struct Serve: ParsableCommand {
             // --max-rate is the whole server's: each of N processes relays its share.
             if let maxRate { chatServer?.setMaxRate(maxRate / Double(processes)) }
             chatServer?.echoesToSender = echo
-            if let ms = delay.flatMap(TargetFault.delayMilliseconds) {
-                if let chatServer { chatServer.apply(.delay(milliseconds: ms)) } else { restServer?.apply(.delay(milliseconds: ms)) }
+            if let us = delay.flatMap(TargetFault.delayMicroseconds) {
+                if let chatServer { chatServer.apply(.delay(microseconds: us)) } else { restServer?.apply(.delay(microseconds: us)) }
             }
         } catch {
             FileHandle.standardError.write(Data("error: cannot listen on \(at): \(error)\n".utf8))

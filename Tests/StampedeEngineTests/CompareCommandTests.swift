@@ -14,7 +14,7 @@ struct CompareCommandTests {
     static func folder(_ name: String, delayMs: Int?) throws -> String {
         var s = chatScenario(name: name, clients: 10, duration: 4, rate: 50)
         s.drainSeconds = 1
-        if let delayMs { s.events = [ScenarioEvent(atSeconds: 0, kind: .server(.delay(milliseconds: delayMs)))] }
+        if let delayMs { s.events = [ScenarioEvent(atSeconds: 0, kind: .server(.delay(microseconds: delayMs * 1000)))] }
         let o = try run(s)
         #expect(o.exitCode == 0)
         return try #require(o.resultsFolder).path

@@ -17,7 +17,7 @@ struct DelayFaultTests {
         try chat.waitUntilOpen(1)
         let reply = try RefHubHTTP.request(admin.port, "POST", "/fault/delay?ms=300")
         #expect(reply.status == 200)
-        #expect(try reply.jsonObject()["ms"] as? Int == 300)
+        #expect(try reply.jsonObject()["us"] as? Int == 300_000, "the reply gives the delay in µs, even when asked in ms")
         let sent = Date()
         client.sendFrame(opcode: 1, RefChatServer.message("first"))
         client.sendFrame(opcode: 1, RefChatServer.message("second"))
@@ -30,7 +30,8 @@ struct DelayFaultTests {
         client.sendFrame(opcode: 1, RefChatServer.message("third"))
         #expect(String(decoding: try client.readFrame(timeout: 5).payload, as: UTF8.self).contains("third"))
         for bad in ["/fault/delay", "/fault/delay?ms=abc", "/fault/delay?ms=10001", "/fault/delay?ms=-1", "/fault/delay?ms=1.5",
-                    "/fault/delay?seconds=1"] {
+                    "/fault/delay?seconds=1", "/fault/delay?us=10000001", "/fault/delay?us=-1", "/fault/delay?us=1e3",
+                    "/fault/delay?us=1&ms=1"] {
             #expect(try RefHubHTTP.request(admin.port, "POST", bad).status == 400, "\(bad)")
         }
     }
@@ -56,7 +57,7 @@ struct DelayFaultTests {
     @Test func delayEventAddsItsServiceTimeToTheRoundTrip() throws {
         var s = chatScenario(name: "delay-event", clients: 10, duration: 1.5, rate: 40)
         s.drainSeconds = 1
-        s.events = [ScenarioEvent(atSeconds: 0, kind: .server(.delay(milliseconds: 2)))]
+        s.events = [ScenarioEvent(atSeconds: 0, kind: .server(.delay(microseconds: 2000)))]
         let o = try run(s)
         #expect(o.exitCode == 0)
         #expect(o.summary.messages.lost == 0 && o.summary.messages.accountingClosed)
@@ -66,7 +67,7 @@ struct DelayFaultTests {
     }
 
     @Test func serveDelayFlagIsValidated() throws {
-        for args in [["--delay", "2x"], ["--delay", "20s"], ["--delay", "1.5ms"], ["--hub", "--delay", "2ms"]] {
+        for args in [["--delay", "2x"], ["--delay", "20s"], ["--delay", "1.2345ms"], ["--delay", "-1us"], ["--hub", "--delay", "2ms"]] {
             let r = try runProcess(stampedeBinary.path, ["serve", "--port", "0", "--max-seconds", "1"] + args, timeout: 20)
             #expect(r.status == 2, "\(args): \(r.stderr)")
             #expect(r.stderr.contains("--delay"), "\(args): \(r.stderr)")

@@ -89,6 +89,7 @@ import Glibc
             #expect((p["upgraded"] as? Int ?? 0) > 0)
             #expect((p["remoteBroadcasts"] as? Int ?? 0) > 0)
             #expect(p["delayMs"] as? Int == 2)
+            #expect(p["delayUs"] as? Int == 2000)
             #expect(p["faultsApplied"] as? Int == 1)
         }
         #expect(try RefHubHTTP.request(UInt16(group.adminPort), "POST", "/fault/reject?seconds=30").status == 200)

@@ -85,11 +85,13 @@ import Testing
           - {at: 0s, server: {fault: delay, ms: 2}}
           - {at: 30s, server: {fault: delay, ms: 0}}
         """, file: "delay.yaml")
-    #expect(s.events.map(\.kind) == [.server(.delay(milliseconds: 2)), .server(.delay(milliseconds: 0))])
+    #expect(s.events.map(\.kind) == [.server(.delay(microseconds: 2000)), .server(.delay(microseconds: 0))])
     #expect(s.events.filter(\.measuresRecovery).isEmpty)
     for (event, field) in [("{fault: delay}", "events[0].server.ms"), ("{fault: delay, ms: 2.5}", "events[0].server.ms"),
                            ("{fault: delay, ms: 10001}", "events[0].server.ms"), ("{fault: delay, ms: 2, for: 1s}", "events[0].server.for"),
-                           ("{fault: stall, for: 1s, ms: 2}", "events[0].server.ms")] {
+                           ("{fault: stall, for: 1s, ms: 2}", "events[0].server.ms"),
+                           ("{fault: delay, us: 2.5}", "events[0].server.us"), ("{fault: delay, us: 10000001}", "events[0].server.us"),
+                           ("{fault: delay, us: 300, ms: 2}", "events[0].server.us"), ("{fault: drop, us: 300}", "events[0].server.us")] {
         do {
             _ = try ScenarioLoader.parse(yaml: "target: embedded\nclients: 1\nduration: 10s\nevents:\n  - {at: 1s, server: \(event)}\n", file: "e.yaml")
             Issue.record("\(event) was accepted")
@@ -97,6 +99,20 @@ import Testing
             #expect(error.field == field, "\(event): \(error)")
         }
     }
+}
+
+@Test func delayEventsTakeMicrosecondsInUs() throws {
+    let s = try ScenarioLoader.parse(yaml: """
+        target: embedded
+        clients: 10
+        duration: 60s
+        events:
+          - {at: 0s, server: {fault: delay, us: 300}}
+          - {at: 30s, server: {fault: delay, us: 0}}
+        """, file: "delay.yaml")
+    #expect(s.events.map(\.kind) == [.server(.delay(microseconds: 300)), .server(.delay(microseconds: 0))])
+    #expect(ServerFault.delay(microseconds: 300).description == "delay 300us")
+    #expect(ServerFault.delay(microseconds: 2000).description == "delay 2ms", "whole milliseconds read as before")
 }
 
 @Test func delayEventsAreForChatOnly() throws {
