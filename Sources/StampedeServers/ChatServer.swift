@@ -401,6 +401,7 @@ public final class ChatServer: EventLoopHandler, FaultTarget, SharedBroadcasts, 
         precondition(p - bodyStart == bodyLength, "broadcast length mismatch")
         broadcast.commit(p)
         let frame = UnsafeRawBufferPointer(broadcast.readable)
+        DelayLine.spin(delayLine.spinNs)
         let admission = delayLine.isActive ? delayLine.admit(now: EventLoop.now()) : .now
         switch admission {
         case .now:

@@ -8,6 +8,7 @@ extension RestServer {
     /// `delay` fault, built now into a buffer of its own and written when the delay is over (if
     /// the connection is still there). The queue is FIFO, so pipelined answers keep their order.
     func emit(_ id: ConnectionID, reserving room: Int, _ body: (UnsafeMutableRawPointer) -> Int) {
+        DelayLine.spin(delayLine.spinNs)
         guard delayLine.isActive else { return loop.write(id, reserving: room, body) }
         var bytes = [UInt8](repeating: 0, count: room)
         let n = bytes.withUnsafeMutableBytes { p in p.baseAddress.map { min(max(0, body($0)), room) } ?? 0 }
