@@ -26,14 +26,16 @@ struct Interleave: ParsableCommand {
             (SIGTERM, then SIGKILL after 5 s).
 
             DIR/runs.json lists each pair's order and each run's folder and exit code; it is \
-            rewritten after every run. Flags after -- go to every `stampede run`.
+            rewritten after every run. Flags after -- go to every `stampede run`; what a run \
+            prints goes to DIR/<side>-run-<i>.log, and one line per run to stderr.
 
             Exit codes: 0 every run made (a run's 98 or 99 is recorded, not an error); 1 a run \
             or a server command failed (the message names it); 2 bad flags; 130 interrupted \
             (runs.json marked partial).
 
             Example:
-              stampede interleave scenarios/chat-local-server.yaml --runs 5 --results results/ab \\
+              stampede interleave scenarios/chat-local-server.yaml --runs 5 \\
+                --results results/ab \\
                 --baseline-command 'old/stampede serve --port 8765' \\
                 --current-command '.build/release/stampede serve --port 8765' \\
                 -- --duration 30s

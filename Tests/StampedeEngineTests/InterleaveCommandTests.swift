@@ -51,6 +51,8 @@ import Glibc
             #expect(runs.count == 2, "\(side): \(runs)")
             for run in runs { #expect(FileManager.default.fileExists(atPath: "\(dir)/\(side)/\(run)/summary.json")) }
             #expect(FileManager.default.fileExists(atPath: "\(dir)/\(side)-server-2.log"))
+            let runLog = (try? String(contentsOfFile: "\(dir)/\(side)-run-1.log", encoding: .utf8)) ?? ""
+            #expect(runLog.contains("results: "), "\(side)-run-1.log: \(runLog)")
         }
         let record = try JSONDecoder().decode(InterleaveRecord.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/runs.json")))
         #expect(record.schema == "stampede.interleave/1" && !record.partial)
@@ -65,6 +67,67 @@ import Glibc
             if let fd { close(fd) }
             #expect(fd == nil, "port \(port) still accepts connections")
         }
+    }
+
+    /// The arguments for a set of `pairs` against two `stampede serve`s on `pb` and `pc`.
+    static func servedSet(_ scenario: URL, dir: String, pairs: Int, _ pb: Int, _ pc: Int) -> [String] {
+        ["interleave", scenario.path, "--runs", String(pairs), "--results", dir,
+         "--baseline-target", "ws://127.0.0.1:\(pb)/chat", "--current-target", "ws://127.0.0.1:\(pc)/chat",
+         "--baseline-command", serve(pb), "--current-command", serve(pc)]
+    }
+
+    static func portsAreFree(_ ports: [Int]) -> Bool {
+        ports.allSatisfy { port in
+            guard let fd = connectLoopback(port: UInt16(port)) else { return true }
+            close(fd)
+            return false
+        }
+    }
+
+    @Test func aRunWhoseThresholdFailsIsRecordedAndTheSetGoesOn() throws {
+        let folder = temporaryFolder("interleave-99")
+        let (pb, pc) = Self.twoPorts()
+        let scenario = folder.appendingPathComponent("strict.yaml")
+        try """
+            name: interleave-strict
+            target: ws://127.0.0.1:\(pb)/chat
+            workload: chat
+            clients: 2
+            duration: 1s
+            message:
+              rate: 10
+              size: 64
+            drain: 1s
+            thresholds:
+              messages.delivered: ["count < 1"]
+            """.write(to: scenario, atomically: true, encoding: .utf8)
+        let dir = folder.appendingPathComponent("ab").path
+        let r = try runProcess(stampedeBinary.path, Self.servedSet(scenario, dir: dir, pairs: 1, pb, pc), timeout: 60)
+        #expect(r.status == 0, "\(r.stderr)")
+        let record = try JSONDecoder().decode(InterleaveRecord.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/runs.json")))
+        #expect(record.pairs.count == 1 && record.pairs[0].baseline?.exit == 99 && record.pairs[0].current?.exit == 99, "\(record)")
+        #expect(r.stderr.contains("(exit 99)"), "\(r.stderr)")
+    }
+
+    @Test func anInterruptedSetStopsItsServerAndMarksRunsJsonPartial() throws {
+        let folder = temporaryFolder("interleave-int")
+        let (pb, pc) = Self.twoPorts()
+        let scenario = try Self.scenario(in: folder, port: pb)
+        let dir = folder.appendingPathComponent("ab").path
+        let set = try BackgroundProcess(stampedeBinary.path, Self.servedSet(scenario, dir: dir, pairs: 2, pb, pc) + ["--", "--duration", "5s"])
+        defer { set.stop() }
+        // Interrupted during pair 1's current run, while the current server is up.
+        let deadline = Date().addingTimeInterval(30)
+        while !set.errors.withLock({ $0.contains("pair 1/2 baseline") }) && set.process.isRunning && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        Thread.sleep(forTimeInterval: 1)
+        set.process.interrupt()
+        let status = set.wait(timeout: 30)
+        #expect(status == 130, "\(set.errors.withLock { $0 })")
+        let record = try JSONDecoder().decode(InterleaveRecord.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/runs.json")))
+        #expect(record.partial && record.pairs.count == 1 && record.pairs[0].baseline?.exit == 0, "\(record)")
+        #expect(Self.portsAreFree([pb, pc]))
     }
 
     @Test func aServerThatNeverListensFailsNamingItsSideAndIsStopped() throws {

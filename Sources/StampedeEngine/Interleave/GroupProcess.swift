@@ -28,16 +28,20 @@ final class GroupProcess {
     let pid: pid_t
     private(set) var exit: ChildExit?
 
-    /// Starts `argv` with stdin from /dev/null, stdout to `output` (created or truncated), and
-    /// stderr to `output` too when `mergeStderr` (else inherited). `environment` entries are
+    /// Starts `argv` with stdin from /dev/null, stdout to `output` and stderr to `errors` (each
+    /// created or truncated; the same path for both shares one file). `environment` entries are
     /// added to (or replace) ours. Throws a message naming the program when it cannot start.
-    init(_ argv: [String], output: String, mergeStderr: Bool, environment: [String: String] = [:]) throws(InterleaveFailure) {
+    init(_ argv: [String], output: String, errors: String, environment: [String: String] = [:]) throws(InterleaveFailure) {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        if mergeStderr { posix_spawn_file_actions_adddup2(&actions, 1, 2) }
+        if errors == output {
+            posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 2, errors, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        }
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)

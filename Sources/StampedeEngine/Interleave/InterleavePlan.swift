@@ -70,6 +70,11 @@ public struct InterleavePlan: Sendable, Equatable {
         root.appendingPathComponent("\(side.rawValue)-server-\(pair).log")
     }
 
+    /// `DIR/<side>-run-<pair>.log`: what that run printed (its messages, then its summary).
+    public func runLog(_ side: InterleaveSide, pair: Int) -> URL {
+        root.appendingPathComponent("\(side.rawValue)-run-\(pair).log")
+    }
+
     /// `DIR/runs.json`.
     public var runsFile: URL { root.appendingPathComponent("runs.json") }
 }

@@ -47,6 +47,7 @@ public struct InterleaveRecord: Sendable, Codable, Equatable {
     /// Writes the record atomically (a reader never sees half a file).
     func write(to url: URL) throws {
         let encoder = JSONEncoder()
+        // Sorted keys: the same record always reads the same (the encoder's own order varies).
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         try (encoder.encode(self) + Data("\n".utf8)).write(to: url, options: .atomic)
     }

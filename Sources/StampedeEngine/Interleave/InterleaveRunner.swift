@@ -128,7 +128,7 @@ public struct InterleaveRunner: Sendable {
             }
             let logFile = plan.serverLog(step.side, pair: step.pair)
             do {
-                server = try GroupProcess(["/bin/sh", "-c", command], output: logFile.path, mergeStderr: true,
+                server = try GroupProcess(["/bin/sh", "-c", command], output: logFile.path, errors: logFile.path,
                                           environment: ["STAMPEDE_SIDE": step.side.rawValue, "STAMPEDE_PAIR": String(step.pair)])
             } catch { return .failed(InterleaveFailure("\(name): \(error)")) }
             if let problem = waitUntilReady(server!, probe: probe) {
@@ -153,17 +153,21 @@ public struct InterleaveRunner: Sendable {
         }
     }
 
-    /// `stampede run` in a child; its results folder from its last stdout line.
+    /// `stampede run` in a child; its results folder from its last stdout line. Its stderr goes
+    /// to the run's log (so this command prints one line per run), its stdout is added after.
     func runChild(_ step: InterleaveStep, name: String, target: String) -> StepResult {
         let outPath = NSTemporaryDirectory() + "stampede-interleave-\(getpid())-\(step.pair)-\(step.side).out"
         defer { unlink(outPath) }
+        let logFile = plan.runLog(step.side, pair: step.pair)
         let argv = [executable, "run", scenarioPath, "--results", plan.resultsFolder(step.side).path, "--target", target, "--quiet"] + runArguments
         let child: GroupProcess
-        do { child = try GroupProcess(argv, output: outPath, mergeStderr: false) } catch { return .failed(InterleaveFailure("\(name): \(error)")) }
+        do { child = try GroupProcess(argv, output: outPath, errors: logFile.path) } catch { return .failed(InterleaveFailure("\(name): \(error)")) }
         let exit = waitForRun(child)
         // Worker processes the run may have left behind go with it.
         if child.groupAlive { child.stopGroup() }
         let output = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
+        let messages = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
+        try? Data((messages + output).utf8).write(to: logFile)
         let last = output.split(separator: "\n").last.map(String.init) ?? ""
         let shown = last.hasPrefix("results: ") ? String(last.dropFirst("results: ".count)) : nil
         let code: Int32? = if case .exited(let c) = exit { c } else { nil }
@@ -171,7 +175,8 @@ public struct InterleaveRunner: Sendable {
         if interrupt.signal != nil { return .interrupted(run) }
         guard let run, let shown, let code, [0, 98, 99].contains(code) else {
             let why = shown == nil ? "\(exit), no 'results:' line" : "\(exit)"
-            return .failed(InterleaveFailure("\(name) failed (\(why)): stampede \(argv.dropFirst().joined(separator: " "))"))
+            let lastError = messages.split(separator: "\n").last { $0.hasPrefix("error") }.map { ": \($0)" } ?? ""
+            return .failed(InterleaveFailure("\(name) failed (\(why))\(lastError); its output: \(displayPath(logFile))"))
         }
         return .ran(run, shown: shown)
     }
