@@ -33,12 +33,10 @@ struct Interleave: ParsableCommand {
             or a server command failed (the message names it); 2 bad flags; 130 interrupted \
             (runs.json marked partial).
 
-            Example:
+            Example (lines continued with \\ as in a shell):
               stampede interleave scenarios/chat-local-server.yaml --runs 5 \\
-                --results results/ab \\
-                --baseline-command 'old/stampede serve --port 8765' \\
-                --current-command '.build/release/stampede serve --port 8765' \\
-                -- --duration 30s
+              --results results/ab --baseline-command 'old/stampede serve --port 8765' \\
+              --current-command 'new/stampede serve --port 8765' -- --duration 30s
             """)
 
     @Argument(help: "Scenario file (YAML).")

@@ -1,3 +1,4 @@
+import CStampedeLinux
 import Foundation
 import StampedeLoop
 #if canImport(Glibc)
@@ -22,7 +23,7 @@ struct ReadinessProbe: Sendable {
     /// One non-blocking connect attempt, given at most `wait` seconds to complete (a host that
     /// drops packets must not stall the poll).
     func accepts(wait: Double = 0.2) -> Bool {
-        let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = cs_socket_tcp(address.family)  // non-blocking, close-on-exec
         guard fd >= 0 else { return false }
         defer { close(fd) }
         if address.connectBlocking(fd) == 0 { return true }
