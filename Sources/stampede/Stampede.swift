@@ -40,7 +40,7 @@ struct Stampede: ParsableCommand {
               stampede serve --port 8765
             """,
         version: RunEngine.version,
-        subcommands: [Run.self, Capacity.self, Serve.self, Worker.self, Validate.self, Schema.self, Compare.self, Merge.self, Report.self, Autobahn.self]
+        subcommands: [Run.self, Capacity.self, Serve.self, Worker.self, Validate.self, Schema.self, Compare.self, Interleave.self, Merge.self, Report.self, Autobahn.self]
     )
 }
 

@@ -5,7 +5,7 @@ import Testing
 /// the texts must not be wrapped by hand as well: rendered wide (COLUMNS=1000, so ArgumentParser
 /// wraps nothing), each prose paragraph is one line and each table row or example is one line.
 struct HelpTextTests {
-    static let commands = ["", "run", "capacity", "serve", "worker", "validate", "schema", "compare", "merge", "report", "autobahn"]
+    static let commands = ["", "run", "capacity", "serve", "worker", "validate", "schema", "compare", "interleave", "merge", "report", "autobahn"]
 
     /// The help of `command` at `columns`, up to its USAGE line (the abstract and the discussion).
     func overview(_ command: String, columns: Int) throws -> [Substring] {
