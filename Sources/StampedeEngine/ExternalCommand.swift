@@ -54,30 +54,13 @@ final class ExternalCommandRun: Sendable {
         posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
 
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // Our own signal set-up (SIGPIPE ignored, SIGINT/SIGTERM handled or blocked) must not leak
-        // into the command: a server it restarts has to stop on a plain SIGTERM.
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for s in [SIGPIPE, SIGINT, SIGTERM, SIGHUP] { sigaddset(&defaults, s) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        // Its own process group: Ctrl-C on the terminal is for Stampede (which still writes its
-        // results), and a timed-out command is killed with everything it started.
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
-
         var pid: pid_t = 0
         // `cd "$0" && eval "$1"`: the command runs in the scenario's folder, exactly as `sh -c` would run it.
         let script = workingDirectory.isEmpty ? "eval \"$1\"" : "cd -- \"$0\" && eval \"$1\""
         let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sh"), strdup("-c"), strdup(script),
                                                    strdup(workingDirectory.isEmpty ? "sh" : workingDirectory), strdup(command.command), nil]
         defer { for p in argv { free(p) } }
-        let spawnError = posix_spawn(&pid, "/bin/sh", &actions, &attributes, argv, environ)
+        let spawnError = ChildSpawn.withAttributes { posix_spawn(&pid, "/bin/sh", &actions, &$0, argv, environ) }
         guard spawnError == 0 else {
             result.launchError = "cannot start /bin/sh: \(String(cString: strerror(spawnError)))"
             return result

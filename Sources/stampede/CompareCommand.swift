@@ -19,6 +19,7 @@ struct Compare: ParsableCommand {
     @Argument(help: "BASELINE CURRENT (two results folders); with --history, CURRENT only.") var folders: [String] = []
     @Option(parsing: .upToNextOption, help: "Several baseline runs (results folders, or folders holding them).") var baseline: [String] = []
     @Option(parsing: .upToNextOption, help: "Several current runs, as --baseline.") var current: [String] = []
+    @Flag(help: "With --baseline/--current: the i-th runs of the two sides were made together (stampede interleave); judge the pairs' ratios.") var paired = false
     @Option(help: "A folder of main-branch runs to judge CURRENT against (its last --history-runs, in name order).") var history: String?
     @Option(help: "How many of the history's newest runs to use (3 to 1000).") var historyRuns = 20
     @Option(help: "table, markdown, json or junit.") var format = "table"
@@ -39,32 +40,39 @@ struct Compare: ParsableCommand {
         guard form != nil else {
             throw ValidationError("give BASELINE CURRENT, or --baseline RUN… --current RUN…, or --history DIR CURRENT (see --help)")
         }
+        if paired, baseline.isEmpty { throw ValidationError("--paired goes with --baseline RUN… --current RUN…") }
         guard (3...1000).contains(historyRuns) else { throw ValidationError("--history-runs must be from 3 to 1000, got \(historyRuns)") }
+        _ = try options(single: true)  // bad flags exit 2 before any folder is read
     }
 
     func run() throws {
         guard let form else { throw ValidationError("give BASELINE CURRENT, or --baseline RUN… --current RUN…, or --history DIR CURRENT") }
-        let single: Bool = if case .pair = form { true } else { false }
-        let tol = tolerance ?? (single ? CompareCommandLine.defaultTolerance.single : CompareCommandLine.defaultTolerance.runs)
-        let o: CompareCommandLine.Options
-        do { o = try CompareCommandLine.options(format: format, failOn: failOn, tolerance: tol, metrics: metrics, resamples: resamples) } catch { throw ValidationError(error.description) }
         do {
             switch form {
-            case .pair(let a, let b): try comparePair(URL(fileURLWithPath: a), URL(fileURLWithPath: b), o)
+            case .pair(let a, let b): try comparePair(URL(fileURLWithPath: a), URL(fileURLWithPath: b), try options(single: true))
             case .runs(let a, let b):
-                try compareRuns(.runs, try CompareCommandLine.runFolders(a), try CompareCommandLine.runFolders(b), o)
+                let (base, cur) = (try CompareCommandLine.runFolders(a), try CompareCommandLine.runFolders(b))
+                // One run a side has no spread between runs to measure: it is the two-folder form.
+                if base.count == 1, cur.count == 1 { return try comparePair(base[0], cur[0], try options(single: true)) }
+                try compareRuns(paired ? .pairs : .runs, base, cur, try options(single: false))
             case .history(let dir, let b):
                 let past = try CompareCommandLine.runFolders([dir])
                 let now = try CompareCommandLine.runFolders([b])
                 guard now.count == 1 else { throw CompareError("\(b): --history judges one current run; this holds \(now.count)") }
                 // The current run may sit in the history folder already (kept before judging): never judge it against itself.
                 let kept = past.filter { $0.standardizedFileURL.path != now[0].standardizedFileURL.path }
-                try compareRuns(.history, Array(kept.suffix(historyRuns)), now, o)
+                try compareRuns(.history, Array(kept.suffix(historyRuns)), now, try options(single: false))
             }
         } catch let e as CompareError {
             FileHandle.standardError.write(Data("error: \(e)\n".utf8))
             throw ExitCode(ExitStatus.runFailed)
         }
+    }
+
+    /// The flags, with the tolerance's default for one run a side or for several.
+    func options(single: Bool) throws -> CompareCommandLine.Options {
+        let tol = tolerance ?? (single ? CompareCommandLine.defaultTolerance.single : CompareCommandLine.defaultTolerance.runs)
+        do { return try CompareCommandLine.options(format: format, failOn: failOn, tolerance: tol, metrics: metrics, resamples: resamples) } catch { throw ValidationError(error.description) }
     }
 
     func compareRuns(_ mode: RunSetMode, _ a: [URL], _ b: [URL], _ o: CompareCommandLine.Options) throws {

@@ -121,7 +121,7 @@ struct Interleave: ParsableCommand {
         switch runner.run() {
         case .completed:
             let dir = results.count > 1 && results.hasSuffix("/") ? String(results.dropLast()) : results
-            print("stampede compare --baseline \(dir)/baseline --current \(dir)/current")
+            print("stampede compare --baseline \(dir)/baseline --current \(dir)/current --paired")
         case .failed(let failure, _):
             FileHandle.standardError.write(Data("error: \(failure)\n".utf8))
             throw ExitCode(ExitStatus.runFailed)
@@ -135,13 +135,5 @@ struct Interleave: ParsableCommand {
 /// SIGINT and SIGTERM only record the signal: the runner passes it to the run in progress,
 /// stops the server and writes runs.json (a second Ctrl-C must not leave a server behind).
 func installInterleaveSignalHandlers() {
-    let handler: @convention(c) (Int32) -> Void = { interleaveInterrupt.raise($0) }
-    signal(SIGINT, handler)
-    signal(SIGTERM, handler)
-    var set = sigset_t()
-    sigemptyset(&set)
-    sigaddset(&set, SIGINT)
-    sigaddset(&set, SIGTERM)
-    pthread_sigmask(SIG_UNBLOCK, &set, nil)
-    signal(SIGPIPE, SIG_IGN)
+    installSignalHandlers { interleaveInterrupt.raise($0) }
 }

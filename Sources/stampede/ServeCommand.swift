@@ -40,8 +40,8 @@ struct Serve: ParsableCommand {
               POST /fault/drop?mode=reset|close  drop every connection (RST or clean)
               POST /fault/reject?seconds=S       answer new connections 503 for S s
               POST /fault/stall?seconds=S        hang the server for S s (S <= 3600)
-              POST /fault/delay?us=N             hold every broadcast/response N µs
-                                                 (?ms=N: N ms; 0: off; max 10 s; not --hub)
+              POST /fault/delay?us=N             hold every broadcast/response N µs (0: off)
+              POST /fault/delay?ms=N             the same in ms (max 10 s; not --hub)
               GET  /status                       statistics as JSON
 
             With --processes N, N server processes share the port (SO_REUSEPORT) under one \

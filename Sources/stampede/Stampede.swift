@@ -60,10 +60,14 @@ enum ExitStatus {
 
 func installSignalHandlers() {
     _ = interrupt.isRaised
-    let handler: @convention(c) (Int32) -> Void = { _ in
+    installSignalHandlers { _ in
         if interrupt.isRaised { _exit(130) }  // a second Ctrl-C does not wait
         interrupt.raise()
     }
+}
+
+/// SIGINT and SIGTERM go to `handler` (unblocked, whatever a parent blocked); SIGPIPE is ignored.
+func installSignalHandlers(_ handler: @convention(c) (Int32) -> Void) {
     signal(SIGINT, handler)
     signal(SIGTERM, handler)
     // A parent may have blocked these (test runners, some supervisors); the mask survives exec.

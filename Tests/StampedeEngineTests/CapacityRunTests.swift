@@ -161,4 +161,18 @@ struct CapacityRunTests {
         idle.set(maxRate: 0)
         #expect(!idle.isActive)
     }
+
+    @Test func aSmallDelayIsSpentWorkingAndALongOneWaitsOnATimer() {
+        var line = DelayLine()
+        line.set(microseconds: 20)
+        // 20 µs: spent busy before the work goes out; nothing queues, so no timer is armed.
+        #expect(line.spinNs == 20_000 && line.timedDelayNs == 0 && !line.isActive)
+        line.set(microseconds: 200)
+        #expect(line.spinNs == 200_000 && !line.isActive)
+        line.set(microseconds: 201)
+        #expect(line.spinNs == 0 && line.timedDelayNs == 201_000 && line.isActive)
+        #expect(line.admit(now: 1_000) == .at(202_000))
+        line.set(microseconds: 0)
+        #expect(line.spinNs == 0 && line.timedDelayNs == 0)
+    }
 }

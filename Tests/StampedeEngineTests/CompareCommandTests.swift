@@ -90,6 +90,20 @@ struct CompareSeveralRunsTests {
         let same = try runProcess(stampedeBinary.path, ["compare", "--baseline", baseline, "--current", sameSide, "--fail-on", "slower"], timeout: 60)
         #expect(same.status == 0 && same.stdout.contains("round_trip: NO CHANGE"), "\(same.stdout)\(same.stderr)")
 
+        // Paired (stampede interleave's runs): the pairs' ratios decide.
+        let paired = try runProcess(stampedeBinary.path, ["compare", "--baseline", baseline, "--current", current, "--paired",
+                                                          "--tolerance", "50%", "--fail-on", "slower", "--format", "json"], timeout: 60)
+        #expect(paired.status == 97, "\(paired.stdout)\(paired.stderr)")
+        let pairs = try JSONDecoder().decode(RunSetReport.self, from: Data(paired.stdout.utf8))
+        #expect(pairs.mode == .pairs && pairs.metrics.first { $0.metric == "round_trip" }?.verdict == .slower)
+        let uneven = try runProcess(stampedeBinary.path, ["compare", "--baseline", baseline, "--current", b, a, "--paired"], timeout: 60)
+        #expect(uneven.status == 1 && uneven.stderr.contains("as many baseline runs as current runs"), "\(uneven.stderr)")
+
+        // One run a side is the two-folder form (schema stampede.compare/1).
+        let one = try runProcess(stampedeBinary.path, ["compare", "--baseline", a, "--current", b, "--format", "json"], timeout: 60)
+        #expect(one.status == 0, "\(one.stdout)\(one.stderr)")
+        #expect(try JSONDecoder().decode(CompareReport.self, from: Data(one.stdout.utf8)).schema == "stampede.compare/1")
+
         // History: the current run is judged against the history's runs, never against itself.
         let history = try runProcess(stampedeBinary.path, ["compare", "--history", baseline, b, "--tolerance", "50%",
                                                            "--fail-on", "slower", "--format", "markdown"], timeout: 60)
@@ -100,6 +114,7 @@ struct CompareSeveralRunsTests {
 
         // Bad forms exit 2 naming what to give; a folder holding no run exits 1 naming it.
         for args in [["compare", "--baseline", baseline], ["compare", a, "--current", current], ["compare", "--history", baseline],
+                     ["compare", a, b, "--paired"],
                      ["compare", "--history", baseline, a, "--history-runs", "2"]] {
             let r = try runProcess(stampedeBinary.path, args, timeout: 60)
             #expect(r.status == 2, "\(args): \(r.stderr)")

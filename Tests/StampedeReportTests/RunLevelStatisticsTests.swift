@@ -61,6 +61,24 @@ import Testing
         #expect(RunLevelStatistics.hierarchicalChange(baseline: [], current: cur) == (0, 0))
     }
 
+    @Test func pairedRunsCancelWhatTheMachineDidToBothRunsOfAPair() {
+        // The machine's level moves from pair to pair (100 → 140 → 90 …), each current run 10 % above its baseline.
+        let base = [100.0, 140, 90, 120, 105], cur = base.map { $0 * 1.10 }.enumerated().map { $1 * (1 + 0.01 * Double($0 % 2)) }
+        let p = RunLevelStatistics.pairedChange(baseline: base, current: cur)
+        #expect(p.low > 0.08 && p.high < 0.13 && abs(p.change - 0.104) < 0.01)
+        // Unpaired, the same runs are far from significant: the level's moves swamp 10 %.
+        #expect(RunLevelStatistics.mannWhitneyP(base, cur) > 0.2)
+        #expect(RunLevelStatistics.pairedChange(baseline: [100], current: [110]) == (0, 0, 0))
+        #expect(RunLevelStatistics.pairedChange(baseline: [100, 0], current: [110, 120]) == (0, 0, 0))
+    }
+
+    @Test func pairsAreJudgedByTheirIntervalWithoutMannWhitney() {
+        let rule = RunSetRule(tolerance: 0.05)
+        let (v, why) = rule.verdict(runs: Self.percentile(change: 10, low: 6, high: 14, p: nil), p99: nil, baselineCount: 5, currentCount: 5)
+        #expect(v == .slower && why.contains("paired"))
+        #expect(rule.verdict(runs: Self.percentile(change: 10, low: -1, high: 21, p: nil), p99: nil, baselineCount: 5, currentCount: 5).0 == .noChange)
+    }
+
     static func percentile(change: Double, low: Double, high: Double, p: Double?, name: String = "p50") -> RunSetPercentile {
         RunSetPercentile(name: name, baselineRuns: [100], currentRuns: [100], baselineMedian: 100, currentMedian: 100 * (1 + change / 100),
                          changePct: change, lowPct: low, highPct: high, pValue: p)

@@ -43,28 +43,13 @@ final class GroupProcess {
             posix_spawn_file_actions_addopen(&actions, 2, errors, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         }
 
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // Our signal set-up (handlers, SIGPIPE ignored, a test runner's blocked mask) must not
-        // leak into the child: a server has to stop on a plain SIGTERM.
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for s in [SIGPIPE, SIGINT, SIGTERM, SIGHUP] { sigaddset(&defaults, s) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
-
         var env = ProcessInfo.processInfo.environment
         for (k, v) in environment { env[k] = v }
         let envp: [UnsafeMutablePointer<CChar>?] = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
         let args: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
         defer { for p in envp + args { free(p) } }
         var child: pid_t = 0
-        let error = posix_spawn(&child, argv[0], &actions, &attributes, args, envp)
+        let error = ChildSpawn.withAttributes { posix_spawn(&child, argv[0], &actions, &$0, args, envp) }
         guard error == 0 else { throw InterleaveFailure("cannot start \(argv[0]): \(String(cString: strerror(error)))") }
         pid = child
     }

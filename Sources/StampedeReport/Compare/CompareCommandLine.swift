@@ -95,6 +95,10 @@ public enum CompareCommandLine {
         has 4 or more runs) and beyond the tolerance (default 5%). A folder \
         holding run folders stands for all of them, in name (time) order.
 
+        --paired: the i-th runs of the two sides were made together (stampede \
+        interleave); the change is the geometric mean of the pairs' ratios with a \
+        paired t interval, which cancels what the machine did to both runs of a pair.
+
         History (--history DIR CURRENT): CURRENT against the last --history-runs \
         runs in DIR (main-branch runs, oldest first by name): slower when its p50 \
         is above the history's 95% prediction interval and beyond the tolerance.
@@ -105,7 +109,7 @@ public enum CompareCommandLine {
         Examples:
           stampede compare results/base-20260101T000000Z results/pr-20260101T001000Z
           stampede compare BASE CURRENT --fail-on slower --format markdown
-          stampede compare --baseline ab/baseline --current ab/current --fail-on slower
+          stampede compare --baseline ab/baseline --current ab/current --paired --fail-on slower
           stampede compare --history history/ results/pr-20260101T001000Z --fail-on slower
         """
 }

@@ -43,26 +43,33 @@ extension CompareReport {
 
     func table() -> String {
         var out = "baseline: \(baseline)\ncurrent:  \(current)\n\n"
-        let header = ["metric", "pct", "baseline ms [95% CI]", "current ms [95% CI]", "change"]
-        let rows = latencyRows()
-        let widths = header.indices.map { i in max(header[i].count, rows.map { $0[i].count }.max() ?? 0) }
-        func line(_ r: [String]) -> String {
-            r.indices.map { i in i < 2 ? r[i].padding(toLength: widths[i], withPad: " ", startingAt: 0)
-                : String(repeating: " ", count: widths[i] - r[i].count) + r[i] }.joined(separator: "  ")
-        }
-        out += line(header) + "\n"
-        for r in rows { out += line(r) + "\n" }
+        out += Self.aligned(header: ["metric", "pct", "baseline ms [95% CI]", "current ms [95% CI]", "change"], rows: latencyRows())
         out += "\n"
         for m in metrics {
             out += "\(m.metric): \(m.verdict.rawValue.uppercased())\(m.gated ? " (gated)" : "") - \(m.reason); "
                 + String(format: "KS D %.3f, Wasserstein %.3f ms\n", m.ksD, m.wassersteinMs)
         }
-        for n in notes { out += "note: \(n)\n" }
-        out += "\n"
+        out += Self.tail(notes: notes, figures: figures, verdict: verdict, failOn: failOn, gateTripped: gateTripped)
+        return out
+    }
+
+    /// A text table: the first two columns left-aligned, the others right-aligned.
+    static func aligned(header: [String], rows: [[String]]) -> String {
+        let widths = header.indices.map { i in max(header[i].count, rows.map { $0[i].count }.max() ?? 0) }
+        func line(_ r: [String]) -> String {
+            r.indices.map { i in i < 2 ? r[i].padding(toLength: widths[i], withPad: " ", startingAt: 0)
+                : String(repeating: " ", count: widths[i] - r[i].count) + r[i] }.joined(separator: "  ")
+        }
+        return ([header] + rows).map { line($0) + "\n" }.joined()
+    }
+
+    /// The end of a text report: notes, the side-by-side figures and the verdict line.
+    static func tail(notes: [String], figures: [CompareFigure], verdict: CompareVerdict, failOn: [CompareVerdict], gateTripped: Bool) -> String {
+        var out = notes.map { "note: \($0)\n" }.joined() + "\n"
         let fw = figures.map(\.name.count).max() ?? 0
         for f in figures {
             out += f.name.padding(toLength: fw, withPad: " ", startingAt: 0)
-                + "  \(Self.number(f.baseline)) -> \(Self.number(f.current))  \(Self.change(f.changePercent))\n"
+                + "  \(number(f.baseline)) -> \(number(f.current))  \(change(f.changePercent))\n"
         }
         out += "\nverdict: \(verdict.rawValue)" + (failOn.isEmpty ? "" : gateTripped ? " (gate FAILED)" : " (gate passed)") + "\n"
         return out

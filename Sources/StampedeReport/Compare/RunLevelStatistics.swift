@@ -106,6 +106,19 @@ public enum RunLevelStatistics {
         return (exp(mean - half), exp(mean), exp(mean + half))
     }
 
+    /// The change of paired runs (current ÷ baseline − 1, pair by pair): the geometric mean of
+    /// the pairs' ratios and its `level` t interval, so whatever the machine did to both runs of
+    /// a pair cancels. (0, 0, 0) with fewer than 2 pairs or a value not above 0.
+    public static func pairedChange(baseline: [Double], current: [Double], level: Double = 0.95) -> (change: Double, low: Double, high: Double) {
+        let n = min(baseline.count, current.count)
+        guard n >= 2, (baseline + current).allSatisfy({ $0 > 0 }) else { return (0, 0, 0) }
+        let d = (0..<n).map { log(current[$0] / baseline[$0]) }
+        let mean = d.reduce(0, +) / Double(n)
+        let s = (d.reduce(0) { $0 + ($1 - mean) * ($1 - mean) } / Double(n - 1)).squareRoot()
+        let half = tQuantile(level: level, df: n - 1) * s / Double(n).squareRoot()
+        return (exp(mean) - 1, exp(mean - half) - 1, exp(mean + half) - 1)
+    }
+
     /// A hierarchical bootstrap of the change of the median run (current ÷ baseline − 1):
     /// `resamples` times, draw as many runs as each side has, with replacement, and for each
     /// drawn run one of its own bootstrap replicates (its intervals resampled), so both the

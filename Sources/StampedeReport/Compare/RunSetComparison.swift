@@ -5,6 +5,10 @@ public enum RunSetMode: String, Codable, Sendable {
     /// Several runs of each build, best interleaved (`stampede interleave`): a Mann–Whitney U
     /// test and a hierarchical bootstrap over the runs.
     case runs
+    /// Interleaved pairs (`--paired`): the i-th baseline and current runs were made one after
+    /// the other (`stampede interleave`), so what the machine did to both cancels in their ratio;
+    /// a paired t interval over the pairs' ratios.
+    case pairs
     /// One current run against the last runs of the main branch: outside the history's
     /// prediction interval.
     case history
@@ -21,11 +25,12 @@ public struct RunSetPercentile: Codable, Sendable, Equatable {
     public var currentMedian: Double
     /// The change of the median run in % of the baseline's.
     public var changePct: Double
-    /// The 95 % interval of that change (%): the hierarchical bootstrap's in runs mode; in
-    /// history mode the history's prediction interval, as changes from its center.
+    /// The 95 % interval of that change (%): the hierarchical bootstrap's in runs mode; for
+    /// pairs the paired t interval of the pairs' ratios (and `changePct` their geometric
+    /// mean); in history mode the history's prediction interval, as changes from its center.
     public var lowPct: Double
     public var highPct: Double
-    /// Mann–Whitney U two-sided p-value (runs mode); nil in history mode.
+    /// Mann–Whitney U two-sided p-value (runs mode); nil for pairs and in history mode.
     public var pValue: Double?
 
     enum CodingKeys: String, CodingKey {
@@ -72,7 +77,7 @@ public struct RunSetRule: Sendable {
     /// most `alpha`. Faster the same way down. Spread changed when p50 did not change but p99
     /// did, significantly and by more than four tolerances.
     public func verdict(runs p50: RunSetPercentile, p99: RunSetPercentile?, baselineCount: Int, currentCount: Int) -> (CompareVerdict, String) {
-        let testable = baselineCount >= 4 && currentCount >= 4
+        let testable = p50.pValue != nil && baselineCount >= 4 && currentCount >= 4
         func significant(_ p: RunSetPercentile, up: Bool) -> Bool {
             let beyond = up ? p.lowPct > 0 : p.highPct < 0
             return beyond && (!testable || (p.pValue ?? 1) <= alpha)
@@ -106,7 +111,8 @@ public struct RunSetRule: Sendable {
 
     func describe(_ p: RunSetPercentile, testable: Bool) -> String {
         "p50 \(Self.signed(p.changePct)) [\(Self.signed(p.lowPct)), \(Self.signed(p.highPct))]"
-            + (testable ? String(format: ", Mann–Whitney p %.3f", p.pValue ?? 1) : " (fewer than 4 runs a side: bootstrap only)")
+            + (p.pValue == nil ? " (paired t interval)" : testable ? String(format: ", Mann–Whitney p %.3f", p.pValue ?? 1)
+                : " (fewer than 4 runs a side: bootstrap only)")
     }
 
     static func signed(_ x: Double) -> String { String(format: "%+.1f %%", x) }

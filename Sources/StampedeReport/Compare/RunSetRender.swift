@@ -35,25 +35,16 @@ extension RunSetReport {
         let (b, c) = sides
         var out = "\(b): \(baseline.first ?? "")\(baseline.count > 1 ? " … \(baseline.last ?? "")" : "")\n"
         out += "\(c): \(current.first ?? "")\(current.count > 1 ? " … \(current.last ?? "")" : "")\n"
-        out += mode == .history ? "(history: geometric mean of its runs; current: its one run)\n\n" : "(medians of the runs)\n\n"
-        let rows = rows()
-        let widths = header.indices.map { i in max(header[i].count, rows.map { $0[i].count }.max() ?? 0) }
-        func line(_ r: [String]) -> String {
-            r.indices.map { i in i < 2 ? r[i].padding(toLength: widths[i], withPad: " ", startingAt: 0)
-                : String(repeating: " ", count: widths[i] - r[i].count) + r[i] }.joined(separator: "  ")
+        let legend = switch mode {
+        case .history: "(history: geometric mean of its runs; current: its one run)\n\n"
+        case .pairs: "(medians of the runs; change: geometric mean of the \(baseline.count) pairs' ratios)\n\n"
+        case .runs: "(medians of the runs)\n\n"
         }
-        out += line(header) + "\n"
-        for r in rows { out += line(r) + "\n" }
+        out += legend
+        out += CompareReport.aligned(header: header, rows: rows())
         out += "\n"
         for m in metrics { out += "\(m.metric): \(m.verdict.rawValue.uppercased())\(m.gated ? " (gated)" : "") - \(m.reason)\n" }
-        for n in notes { out += "note: \(n)\n" }
-        out += "\n"
-        let fw = figures.map(\.name.count).max() ?? 0
-        for f in figures {
-            out += f.name.padding(toLength: fw, withPad: " ", startingAt: 0)
-                + "  \(CompareReport.number(f.baseline)) -> \(CompareReport.number(f.current))  \(CompareReport.change(f.changePercent))\n"
-        }
-        out += "\nverdict: \(verdict.rawValue)" + (failOn.isEmpty ? "" : gateTripped ? " (gate FAILED)" : " (gate passed)") + "\n"
+        out += CompareReport.tail(notes: notes, figures: figures, verdict: verdict, failOn: failOn, gateTripped: gateTripped)
         return out
     }
 

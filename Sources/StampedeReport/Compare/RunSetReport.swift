@@ -35,8 +35,24 @@ public struct RunSetReport: Codable, Sendable, Equatable {
     /// Reads every folder and compares the sides. Throws `CompareError` naming the folder or file.
     public static func make(mode: RunSetMode, baseline: [URL], current: [URL], settings: CompareSettings,
                             rule: RunSetRule, failOn: [CompareVerdict]) throws -> RunSetReport {
-        let b = try baseline.map(CompareInput.init), c = try current.map(CompareInput.init)
         var notes: [String] = []
+        // A run cut short (interrupted, or stopped by a threshold's abort) measured less than
+        // its scenario asked for: it would pull its side's median, so it is left out, and said.
+        var b = try baseline.map(CompareInput.init), c = try current.map(CompareInput.init)
+        if mode == .pairs {
+            guard b.count == c.count else {
+                throw CompareError("--paired needs as many baseline runs as current runs (pairs made together), got \(b.count) and \(c.count)")
+            }
+            let kept = zip(b, c).filter { !$0.summary.partial && !$1.summary.partial }
+            if kept.count < b.count { notes.append("\(b.count - kept.count) pairs with a partial run left out") }
+            (b, c) = (kept.map(\.0), kept.map(\.1))
+        } else {
+            for run in b + c where run.summary.partial { notes.append("\(run.folder.path): partial run, left out") }
+            (b, c) = (b.filter { !$0.summary.partial }, c.filter { !$0.summary.partial })
+        }
+        for (side, runs) in [(mode == .history ? "history" : "baseline", b), ("current", c)] where runs.isEmpty {
+            throw CompareError("the \(side) side has no whole run to compare (every one is partial)")
+        }
         var metrics: [RunSetMetric] = []
         let keys = Set(b.flatMap(\.summary.latencyMicros.keys)).union(c.flatMap(\.summary.latencyMicros.keys))
         let ordered = LatencyMetric.allCases.map(\.key).filter(keys.contains) + keys.filter { LatencyMetric(key: $0) == nil }.sorted()
@@ -46,9 +62,19 @@ public struct RunSetReport: Codable, Sendable, Equatable {
             let bs = try b.enumerated().map { try RunSample(input: $1, metric: key, settings: settings, seed: settings.seed &+ UInt64($0)) }
             let cs = try c.enumerated().map { try RunSample(input: $1, metric: key, settings: settings, seed: settings.seed &+ 1000 &+ UInt64($0)) }
             let usable = { (s: [RunSample?]) in s.compactMap { $0 }.filter { $0.count >= rule.minimumSamples } }
-            let (ub, uc) = (usable(bs), usable(cs))
+            var (ub, uc) = (usable(bs), usable(cs))
+            if mode == .pairs {
+                // A pair is used only whole.
+                let whole = zip(bs, cs).compactMap { x, y in x.flatMap { x in y.map { (x, $0) } } }
+                    .filter { $0.0.count >= rule.minimumSamples && $0.1.count >= rule.minimumSamples }
+                (ub, uc) = (whole.map(\.0), whole.map(\.1))
+            }
             let gated = settings.gated.contains(key)
-            let enough = mode == .history ? ub.count >= RunSetRule.minimumHistory && uc.count == 1 : !ub.isEmpty && !uc.isEmpty
+            let enough = switch mode {
+            case .history: ub.count >= RunSetRule.minimumHistory && uc.count == 1
+            case .pairs: ub.count >= 2
+            case .runs: !ub.isEmpty && !uc.isEmpty
+            }
             guard enough else {
                 metrics.append(RunSetMetric(metric: key, gated: gated, verdict: .tooFewSamples,
                                             reason: "needs runs of at least \(rule.minimumSamples) samples" + (mode == .history ? " (\(RunSetRule.minimumHistory) in the history)" : "") + " and an interval log",
@@ -57,7 +83,11 @@ public struct RunSetReport: Codable, Sendable, Equatable {
             }
             if ub.count < bs.count || uc.count < cs.count { notes.append("\(key): \(bs.count + cs.count - ub.count - uc.count) runs left out (no interval log or fewer than \(rule.minimumSamples) samples)") }
             let ps = percentiles.indices.map { k in
-                mode == .history ? historyPercentile(k, ub, uc[0], settings) : runsPercentile(k, ub, uc, settings)
+                switch mode {
+                case .history: historyPercentile(k, ub, uc[0], settings)
+                case .pairs: pairsPercentile(k, ub, uc)
+                case .runs: runsPercentile(k, ub, uc, settings)
+                }
             }
             let p99 = ps.first { $0.name == "p99" }
             let (v, why) = mode == .history ? rule.verdict(history: ps[0], p99: p99)
@@ -67,7 +97,7 @@ public struct RunSetReport: Codable, Sendable, Equatable {
         let gatedVerdicts = metrics.filter(\.gated).map(\.verdict)
         let verdict: CompareVerdict = [.slower, .faster, .spreadChanged].first(where: gatedVerdicts.contains)
             ?? (gatedVerdicts.isEmpty || gatedVerdicts.contains(.noChange) ? .noChange : .tooFewSamples)
-        return RunSetReport(mode: mode, baseline: baseline.map(\.path), current: current.map(\.path),
+        return RunSetReport(mode: mode, baseline: b.map(\.folder.path), current: c.map(\.folder.path),
                             tolerancePercent: rule.tolerance * 100, alpha: rule.alpha, metrics: metrics, notes: notes,
                             figures: medianFigures(b.map(\.summary), c.map(\.summary)), verdict: verdict, failOn: failOn,
                             gateTripped: metrics.contains { $0.gated && failOn.contains($0.verdict) })
@@ -81,6 +111,14 @@ public struct RunSetReport: Codable, Sendable, Equatable {
         return RunSetPercentile(name: percentiles[k].name, baselineRuns: b.map { $0.values[k] }, currentRuns: c.map { $0.values[k] },
                                 baselineMedian: bm, currentMedian: cm, changePct: bm > 0 ? (cm / bm - 1) * 100 : 0,
                                 lowPct: ci.low * 100, highPct: ci.high * 100, pValue: RunLevelStatistics.mannWhitneyP(bv, cv))
+    }
+
+    static func pairsPercentile(_ k: Int, _ b: [RunSample], _ c: [RunSample]) -> RunSetPercentile {
+        let bv = b.map { Double($0.values[k]) }, cv = c.map { Double($0.values[k]) }
+        let ratio = RunLevelStatistics.pairedChange(baseline: bv, current: cv)
+        return RunSetPercentile(name: percentiles[k].name, baselineRuns: b.map { $0.values[k] }, currentRuns: c.map { $0.values[k] },
+                                baselineMedian: RunLevelStatistics.median(bv), currentMedian: RunLevelStatistics.median(cv),
+                                changePct: ratio.change * 100, lowPct: ratio.low * 100, highPct: ratio.high * 100, pValue: nil)
     }
 
     static func historyPercentile(_ k: Int, _ history: [RunSample], _ current: RunSample, _ s: CompareSettings) -> RunSetPercentile {
