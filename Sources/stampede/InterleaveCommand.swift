@@ -121,7 +121,7 @@ struct Interleave: ParsableCommand {
         switch runner.run() {
         case .completed:
             let dir = results.count > 1 && results.hasSuffix("/") ? String(results.dropLast()) : results
-            print("stampede compare --baseline \(dir)/baseline --current \(dir)/current --paired")
+            print("stampede compare --baseline \(dir)/baseline --current \(dir)/current")
         case .failed(let failure, _):
             FileHandle.standardError.write(Data("error: \(failure)\n".utf8))
             throw ExitCode(ExitStatus.runFailed)

@@ -45,7 +45,7 @@ import Glibc
             "--baseline-command", Self.serve(pb), "--current-command", Self.serve(pc), "--", "--duration", "2s",
         ], timeout: 120)
         #expect(r.status == 0, "\(r.stderr)")
-        #expect(r.stdout.split(separator: "\n").last.map(String.init) == "stampede compare --baseline \(dir)/baseline --current \(dir)/current --paired")
+        #expect(r.stdout.split(separator: "\n").last.map(String.init) == "stampede compare --baseline \(dir)/baseline --current \(dir)/current")
         for side in ["baseline", "current"] {
             let runs = try FileManager.default.contentsOfDirectory(atPath: "\(dir)/\(side)").sorted()
             #expect(runs.count == 2, "\(side): \(runs)")

@@ -109,7 +109,7 @@ public enum CompareCommandLine {
         Examples:
           stampede compare results/base-20260101T000000Z results/pr-20260101T001000Z
           stampede compare BASE CURRENT --fail-on slower --format markdown
-          stampede compare --baseline ab/baseline --current ab/current --paired --fail-on slower
+          stampede compare --baseline ab/baseline --current ab/current --fail-on slower
           stampede compare --history history/ results/pr-20260101T001000Z --fail-on slower
         """
 }
