@@ -85,16 +85,25 @@ extension CompareReport {
         }
         out += "\n| metric | percentile | baseline ms [95% CI] | current ms [95% CI] | change |\n|---|---|---:|---:|---:|\n"
         for r in latencyRows() { out += "| `\(r[0])` | " + r.dropFirst().joined(separator: " | ") + " |\n" }
-        out += "\n| figure | baseline | current | change |\n|---|---:|---:|---:|\n"
-        for f in figures { out += "| \(f.name) | \(Self.number(f.baseline)) | \(Self.number(f.current)) | \(Self.change(f.changePercent)) |\n" }
+        out += Self.markdownTail(figures: figures, notes: notes, figureHeader: "figure")
+        return out
+    }
+
+    /// The end of a markdown report: the side-by-side figures, then the notes.
+    static func markdownTail(figures: [CompareFigure], notes: [String], figureHeader: String) -> String {
+        var out = "\n| \(figureHeader) | baseline | current | change |\n|---|---:|---:|---:|\n"
+        for f in figures { out += "| \(f.name) | \(number(f.baseline)) | \(number(f.current)) | \(change(f.changePercent)) |\n" }
         if !notes.isEmpty { out += "\n" + notes.map { "- \($0)\n" }.joined() }
         return out
     }
 
-    func json() -> String {
+    func json() -> String { Self.json(self) }
+
+    /// `value` as pretty-printed JSON with sorted keys, ending in a newline.
+    static func json(_ value: some Encodable) -> String {
         let e = JSONEncoder()
         e.outputFormatting = [.prettyPrinted, .sortedKeys]
-        guard let data = try? e.encode(self) else { return "{}\n" }
+        guard let data = try? e.encode(value) else { return "{}\n" }
         return String(decoding: data, as: UTF8.self) + "\n"
     }
 

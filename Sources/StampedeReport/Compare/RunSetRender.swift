@@ -58,16 +58,9 @@ extension RunSetReport {
         for m in metrics { out += "| `\(m.metric)`\(m.gated ? " (gated)" : "") | \(CompareReport.icon[m.verdict] ?? "") \(m.verdict.rawValue) | \(m.reason) |\n" }
         out += "\n| " + header.joined(separator: " | ") + " |\n|---|---|---:|---:|---:|---:|---:|\n"
         for r in rows() { out += "| `\(r[0])` | " + r.dropFirst().joined(separator: " | ") + " |\n" }
-        out += "\n| figure (median run) | baseline | current | change |\n|---|---:|---:|---:|\n"
-        for f in figures { out += "| \(f.name) | \(CompareReport.number(f.baseline)) | \(CompareReport.number(f.current)) | \(CompareReport.change(f.changePercent)) |\n" }
-        if !notes.isEmpty { out += "\n" + notes.map { "- \($0)\n" }.joined() }
+        out += CompareReport.markdownTail(figures: figures, notes: notes, figureHeader: "figure (median run)")
         return out
     }
 
-    func json() -> String {
-        let e = JSONEncoder()
-        e.outputFormatting = [.prettyPrinted, .sortedKeys]
-        guard let data = try? e.encode(self) else { return "{}\n" }
-        return String(decoding: data, as: UTF8.self) + "\n"
-    }
+    func json() -> String { CompareReport.json(self) }
 }
