@@ -64,8 +64,6 @@ public struct RunSetRule: Sendable {
     public var tolerance: Double
     /// Significance level of the Mann–Whitney test (runs mode).
     public var alpha = 0.05
-    /// Fewer samples than this in a run: the run cannot estimate a percentile.
-    public var minimumSamples: UInt64 = 200
     /// Fewest history runs for a prediction interval.
     public static let minimumHistory = 3
 

@@ -61,12 +61,12 @@ public struct RunSetReport: Codable, Sendable, Equatable {
             guard inAll else { notes.append("\(key): not in every run"); continue }
             let bs = try b.enumerated().map { try RunSample(input: $1, metric: key, settings: settings, seed: settings.seed &+ UInt64($0)) }
             let cs = try c.enumerated().map { try RunSample(input: $1, metric: key, settings: settings, seed: settings.seed &+ 1000 &+ UInt64($0)) }
-            let usable = { (s: [RunSample?]) in s.compactMap { $0 }.filter { $0.count >= rule.minimumSamples } }
+            let usable = { (s: [RunSample?]) in s.compactMap { $0 }.filter { $0.count >= settings.minimumSamples } }
             var (ub, uc) = (usable(bs), usable(cs))
             if mode == .pairs {
                 // A pair is used only whole.
                 let whole = zip(bs, cs).compactMap { x, y in x.flatMap { x in y.map { (x, $0) } } }
-                    .filter { $0.0.count >= rule.minimumSamples && $0.1.count >= rule.minimumSamples }
+                    .filter { $0.0.count >= settings.minimumSamples && $0.1.count >= settings.minimumSamples }
                 (ub, uc) = (whole.map(\.0), whole.map(\.1))
             }
             let gated = settings.gated.contains(key)
@@ -77,11 +77,11 @@ public struct RunSetReport: Codable, Sendable, Equatable {
             }
             guard enough else {
                 metrics.append(RunSetMetric(metric: key, gated: gated, verdict: .tooFewSamples,
-                                            reason: "needs runs of at least \(rule.minimumSamples) samples" + (mode == .history ? " (\(RunSetRule.minimumHistory) in the history)" : "") + " and an interval log",
+                                            reason: "needs runs of at least \(settings.minimumSamples) samples" + (mode == .history ? " (\(RunSetRule.minimumHistory) in the history)" : "") + " and an interval log",
                                             percentiles: []))
                 continue
             }
-            if ub.count < bs.count || uc.count < cs.count { notes.append("\(key): \(bs.count + cs.count - ub.count - uc.count) runs left out (no interval log or fewer than \(rule.minimumSamples) samples)") }
+            if ub.count < bs.count || uc.count < cs.count { notes.append("\(key): \(bs.count + cs.count - ub.count - uc.count) runs left out (no interval log or fewer than \(settings.minimumSamples) samples)") }
             let ps = percentiles.indices.map { k in
                 switch mode {
                 case .history: historyPercentile(k, ub, uc[0], settings)
